@@ -1,0 +1,3 @@
+"""rltutor: reinforcement learning for language models, small enough to read and run on a laptop."""
+
+__version__ = "0.1.0"

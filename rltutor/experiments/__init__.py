@@ -1,0 +1,6 @@
+"""The canned experiments that the notebooks, the benchmarks and the tests call.
+
+One module per chapter. Every experiment takes a ``scale`` ("quick" or "full", see
+:func:`rltutor.utils.resolve_scale`) and a ``seed``, and returns plain records (dataclasses or
+DataFrames) that plotting code consumes; plotting never re-runs training.
+"""

@@ -1,0 +1,110 @@
+"""Small shared helpers: device choice, seeding, the quick/full scale knob, and input checks.
+
+Every experiment in the book takes a ``scale`` ("quick" or "full"). It is read from one place,
+:func:`resolve_scale`, so CI and readers on a CPU run in seconds and Colab GPUs run the full size.
+The checks at the bottom raise ``ValueError`` at the boundary of the public API with a message that
+names the value, the expected form and the fix (see the design notes, "Errors").
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+SCALES = ("quick", "full")
+
+
+def get_device(device: str | torch.device | None = None) -> torch.device:
+    """The device to run on: the one asked for, else cuda, then mps, then cpu."""
+    if device is not None:
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed Python, NumPy and torch; return a torch CPU generator seeded the same way."""
+    if not isinstance(seed, int | np.integer):
+        raise ValueError(f"seed must be an integer, got {seed!r}; pass e.g. seed=0")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def resolve_scale(scale: str | None = None) -> str:
+    """Return "quick" or "full".
+
+    An explicit ``scale`` wins. Otherwise the environment variable ``RLTUTOR_QUICK`` decides
+    ("1"/"true" -> quick, "0"/"false" -> full). If it is unset: full on a GPU, quick on a CPU.
+    """
+    if scale is not None:
+        if scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+        return scale
+    env = os.environ.get("RLTUTOR_QUICK")
+    if env is not None and env.strip() != "":
+        v = env.strip().lower()
+        if v in ("1", "true", "yes", "on"):
+            return "quick"
+        if v in ("0", "false", "no", "off"):
+            return "full"
+        raise ValueError(f"RLTUTOR_QUICK must be 1 or 0, got {env!r}")
+    return "full" if torch.cuda.is_available() else "quick"
+
+
+# ----------------------------------------------------------------------------------------------
+# Input checks shared by the math core and the trainer.
+# ----------------------------------------------------------------------------------------------
+
+
+def check_tensor(name: str, x, ndim: int | None = None) -> torch.Tensor:
+    """``x`` must be a floating or integer torch tensor without NaN/inf (and of ``ndim`` dims)."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}; wrap it with torch.as_tensor")
+    if ndim is not None and x.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dims, got shape {tuple(x.shape)}")
+    if x.is_floating_point() and not torch.isfinite(x).all():
+        bad = (~torch.isfinite(x)).nonzero()[0].tolist()
+        raise ValueError(f"{name} contains NaN or inf (first at index {bad}); check the upstream computation")
+    return x
+
+
+def check_mask(mask, like: torch.Tensor | None = None, name: str = "mask") -> torch.Tensor:
+    """A mask must be 0/1 (bool, int or float) and, if ``like`` is given, of its shape."""
+    if not isinstance(mask, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor of 0/1, got {type(mask).__name__}")
+    if like is not None and mask.shape != like.shape:
+        raise ValueError(f"{name} has shape {tuple(mask.shape)} but the values have shape {tuple(like.shape)}; "
+                         "they must match (B, T)")
+    if mask.dtype != torch.bool:
+        if mask.is_floating_point() and not torch.isfinite(mask).all():
+            raise ValueError(f"{name} contains NaN or inf; it must hold only 0 and 1")
+        if not ((mask == 0) | (mask == 1)).all():
+            bad = mask[(mask != 0) & (mask != 1)].flatten()[:3].tolist()
+            raise ValueError(f"{name} must hold only 0 and 1, found values such as {bad}")
+    return mask
+
+
+def check_same_shape(**tensors: torch.Tensor) -> None:
+    """All given tensors must have the same shape."""
+    items = list(tensors.items())
+    n0, t0 = items[0]
+    for n, t in items[1:]:
+        if t.shape != t0.shape:
+            raise ValueError(f"{n} has shape {tuple(t.shape)} but {n0} has shape {tuple(t0.shape)}; "
+                             "they must match")
+
+
+def check_choice(name: str, value: str, valid) -> str:
+    """``value`` must be one of ``valid``; the message lists them."""
+    if value not in valid:
+        raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(sorted(valid))}")
+    return value

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install (idempotently) and run the whole test suite: lint, unit/property/integration tests, the
+# notebooks (nbval), then build the book and test the rendered pages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export RLTUTOR_QUICK=1 MPLBACKEND=Agg PYTHONHASHSEED=0
+echo "== ruff"
+.venv/bin/ruff check .
+echo "== unit, property and integration tests"
+.venv/bin/python -m pytest -q -n 2 -m "not book" tests
+echo "== notebooks (nbval)"
+.venv/bin/python -m pytest -q -n 2 --nbval-lax notebooks
+echo "== book build and rendered-book tests"
+bash scripts/book.sh
+RLTUTOR_BOOK_HTML="$(pwd)/_build/html" .venv/bin/python -m pytest -q -m book tests
