@@ -1,0 +1,377 @@
+"""Policy losses (PPO clip, dual clip, GSPO, GMPO, CISPO, REINFORCE), the value loss, KL estimators,
+and the one masked aggregation they all go through.
+
+Chapters: *PPO* (02), *GRPO* (03), *the GRPO family* (10).
+
+Conventions: token-level tensors are ``(B, T)`` with a 0/1 ``mask`` of the tokens that count;
+``logp`` is log pi_theta(o_t | ...) of the *current* policy (with grad), ``old_logp`` the same under
+the policy that sampled the batch (no grad), ``advantages`` are per token. The probability ratio is
+
+    rho_t = pi_theta(o_t) / pi_old(o_t) = exp(logp_t - old_logp_t).
+
+Every loss is a value to *minimize*, so each is the negative of the paper's objective.
+
+Policy losses are registered by name in :data:`POLICY_LOSSES`; :func:`policy_loss` dispatches on
+``kind``. With ``agg=None`` a loss returns its unreduced (B, T) matrix, zero where the mask is 0,
+so a notebook can show what each token contributes.
+
+References
+
+* PPO: Schulman et al., *Proximal Policy Optimization Algorithms*, arXiv:1707.06347 (2017), eq. 7.
+* Dual clip: Ye et al., *Mastering Complex Control in MOBA Games with Deep RL*, arXiv:1912.09729
+  (2019), eq. 5; verl ``compute_policy_loss`` (``clip_ratio_c``).
+* DAPO (clip-higher, token-mean): Yu et al., arXiv:2503.14476 (2025), eq. 8-10.
+* Dr.GRPO (constant normalizer): Liu et al., arXiv:2503.20783 (2025).
+* GSPO: Zheng et al., *Group Sequence Policy Optimization*, arXiv:2507.18071 (2025), eq. 7 and the
+  token-level variant GSPO-token, eq. 13-14; verl ``compute_policy_loss_gspo``.
+* GMPO: Zhao et al., *Geometric-Mean Policy Optimization*, arXiv:2507.20673 (2025), eq. 4 and its
+  reference code (sign-aware clipping in log space).
+* CISPO: MiniMax, *MiniMax-M1*, arXiv:2506.13585 (2025), eq. 4-5.
+* KL estimators k1, k2, k3: J. Schulman, *Approximating KL Divergence* (2020 blog note);
+  k3 is the estimator of DeepSeekMath eq. 4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from rltutor.utils import check_choice, check_mask, check_same_shape, check_tensor
+
+__all__ = [
+    "masked_mean",
+    "aggregate",
+    "policy_loss",
+    "value_loss",
+    "kl_penalty",
+    "register_policy_loss",
+    "list_policy_losses",
+    "POLICY_LOSSES",
+    "AGG_MODES",
+    "KL_KINDS",
+]
+
+AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+KL_KINDS = ("k1", "k2", "k3")
+
+
+def _check_float(name: str, t) -> torch.Tensor:
+    check_tensor(name, t, ndim=2)
+    if not t.is_floating_point():
+        raise ValueError(f"{name} must be a floating tensor of shape (B, T), got dtype {t.dtype}")
+    return t
+
+
+# ----------------------------------------------------------------------------------------------
+# The one masked reduction
+# ----------------------------------------------------------------------------------------------
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """Mean of ``x`` over the entries where ``mask`` is 1.
+
+    With ``dim=None`` the mean is over all valid entries (a mask with none raises). With a
+    ``dim``, each slice is averaged over its own valid entries; a slice with none gives 0.
+    """
+    check_mask(mask, like=x)
+    m = mask.to(x.dtype)
+    if dim is None:
+        n = m.sum()
+        if n == 0:
+            raise ValueError("masked_mean over an all-zero mask: there is nothing to average; "
+                             "check that the batch contains valid tokens")
+        return (x * m).sum() / n
+    return (x * m).sum(dim) / m.sum(dim).clamp(min=1.0)
+
+
+def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean",
+              norm: float | None = None) -> torch.Tensor:
+    """Reduce a (B, T) per-token loss to a scalar. The modes differ only in the normalizer.
+
+    With L_{i,t} the loss of token t of row i, m_{i,t} the mask, |o_i| = sum_t m_{i,t} and B' the
+    number of rows with at least one valid token:
+
+    * ``"token-mean"``:              sum_{i,t} m L / sum_i |o_i|   (DAPO: every token weighs the same)
+    * ``"seq-mean-token-mean"``:     (1/B') sum_i (1/|o_i|) sum_t m L   (GRPO as in DeepSeekMath)
+    * ``"seq-mean-token-sum"``:      (1/B') sum_i sum_t m L
+    * ``"seq-mean-token-sum-norm"``: (1/B') sum_i (1/norm) sum_t m L, with ``norm`` a constant,
+      by default the padded length T (Dr.GRPO: no 1/|o_i|, so no length bias).
+
+    Under ``"seq-mean-token-mean"`` a long response's tokens each get weight 1/|o_i|: a long wrong
+    answer is penalized less per token than a short one (the length bias of the Dr.GRPO paper).
+    verl's original ``seq-mean-token-sum-norm`` sums over rows instead of averaging; that differs
+    by the constant factor B.
+    """
+    check_choice("aggregation mode", mode, AGG_MODES)
+    check_mask(mask, like=loss_mat)
+    m = mask.to(loss_mat.dtype)
+    if mode == "token-mean":
+        return masked_mean(loss_mat, mask)
+    lengths = m.sum(dim=-1)  # |o_i|
+    rows = lengths > 0
+    if not rows.any():
+        raise ValueError("aggregate over an all-zero mask: no row has a valid token")
+    seq_sum = (loss_mat * m).sum(dim=-1)  # sum_t m L, (B,)
+    if mode == "seq-mean-token-mean":
+        per_seq = seq_sum / lengths.clamp(min=1.0)
+    elif mode == "seq-mean-token-sum":
+        per_seq = seq_sum
+    else:
+        norm = float(loss_mat.shape[-1]) if norm is None else float(norm)
+        if not norm > 0:
+            raise ValueError(f"norm must be > 0, got {norm!r}")
+        per_seq = seq_sum / norm
+    return per_seq[rows].mean()
+
+
+# ----------------------------------------------------------------------------------------------
+# Policy losses
+# ----------------------------------------------------------------------------------------------
+
+PolicyLossFn = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+POLICY_LOSSES: dict[str, PolicyLossFn] = {}
+
+
+def register_policy_loss(name: str) -> Callable[[PolicyLossFn], PolicyLossFn]:
+    """Register ``fn(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip)``.
+
+    The function returns ``(loss_mat, clipped, per_seq)``: the (B, T) per-token loss (zero where
+    masked), a (B, T) bool tensor of the tokens where clipping was active, and either None (the
+    loss is aggregated with ``agg``) or a (B,) per-sequence loss (a sequence-level objective such
+    as GMPO, which is averaged over sequences whatever ``agg`` says).
+    """
+
+    def deco(fn: PolicyLossFn) -> PolicyLossFn:
+        if name in POLICY_LOSSES:
+            raise ValueError(f"a policy loss named {name!r} is already registered")
+        POLICY_LOSSES[name] = fn
+        return fn
+
+    return deco
+
+
+def list_policy_losses() -> list[str]:
+    """The registered policy-loss names, sorted."""
+    return sorted(POLICY_LOSSES)
+
+
+@register_policy_loss("ppo")
+def _ppo(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip):
+    """-min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A); dual clip caps A < 0 tokens at -c A."""
+    ratio = torch.exp(logp - old_logp)  # rho_t
+    pg1 = -advantages * ratio
+    pg2 = -advantages * torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
+    loss = torch.maximum(pg1, pg2)  # = -min(rho A, clip(rho) A)
+    clipped = pg2 > pg1
+    if dual_clip is not None:
+        pg3 = -advantages * dual_clip  # the cap -c A (positive when A < 0)
+        capped = torch.minimum(loss, pg3)
+        clipped = clipped | ((advantages < 0) & (loss > pg3))
+        loss = torch.where(advantages < 0, capped, loss)
+    return loss, clipped, None
+
+
+@register_policy_loss("gspo")
+def _gspo(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip):
+    """GSPO-token: s_{i,t} = sg(s_i) * pi_t / sg(pi_t), s_i = exp(mean_t (logp - old_logp))."""
+    m = mask.to(logp.dtype)
+    lengths = m.sum(-1).clamp(min=1.0)  # |o_i|
+    log_s = ((logp - old_logp) * m).sum(-1) / lengths  # log s_i = (1/|o_i|) sum_t log rho_t
+    # The value of s_{i,t} is s_i; its gradient is s_i * grad log pi_t (GSPO eq. 14).
+    log_sit = log_s.detach()[:, None] + logp - logp.detach()
+    s_it = torch.exp(log_sit)
+    pg1 = -advantages * s_it
+    pg2 = -advantages * torch.clamp(s_it, 1.0 - clip_low, 1.0 + clip_high)
+    return torch.maximum(pg1, pg2), pg2 > pg1, None
+
+
+@register_policy_loss("gmpo")
+def _gmpo(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip):
+    """GMPO: geometric mean of sign-aware clipped token ratios, times the sequence's advantage."""
+    m = mask.to(logp.dtype)
+    lengths = m.sum(-1).clamp(min=1.0)
+    log_ratio = logp - old_logp  # log rho_t
+    sign = torch.sign(advantages)
+    log_ratio_clip = torch.clamp(log_ratio, -clip_low, clip_high)  # clip in log space
+    # Pessimistic in the advantage's direction, like PPO's min: sgn(A) * min(sgn(A) x, sgn(A) clip(x)).
+    log_ratio_min = sign * torch.minimum(sign * log_ratio, sign * log_ratio_clip)
+    clipped = (log_ratio_min != log_ratio) & mask.bool()
+    seq_ratio = torch.exp((log_ratio_min * m).sum(-1) / lengths)  # (prod_t rho_t)^(1/|o_i|)
+    seq_adv = (advantages * m).sum(-1) / lengths  # the sequence's (mean) advantage
+    per_seq = -seq_adv * seq_ratio  # (B,)
+    loss_mat = (per_seq / lengths)[:, None] * m  # spread so that each row sums to its loss
+    return loss_mat, clipped, per_seq
+
+
+@register_policy_loss("cispo")
+def _cispo(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip):
+    """CISPO: -sg(clip(rho, 1 - eps_low, 1 + eps_high)) A log pi: every token keeps a gradient."""
+    ratio = torch.exp(logp - old_logp)
+    w = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high).detach()  # clipped IS weight, no grad
+    clipped = (ratio < 1.0 - clip_low) | (ratio > 1.0 + clip_high)
+    return -w * advantages * logp, clipped, None
+
+
+@register_policy_loss("reinforce")
+def _reinforce(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip):
+    """Vanilla policy gradient: -A log pi (on-policy; no ratio, no clipping)."""
+    return -advantages * logp, torch.zeros_like(mask, dtype=torch.bool), None
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    kind: str = "ppo",
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    dual_clip: float | None = None,
+    agg: str | None = "token-mean",
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """A clipped (or plain) policy-gradient loss by name.
+
+    Kinds (see the module docstring for references):
+
+    * ``"ppo"``: -min(rho A, clip(rho, 1 - clip_low, 1 + clip_high) A). With ``dual_clip=c`` (c > 1)
+      a token with A < 0 has its loss capped at -c A. DAPO's clip-higher is ppo with
+      ``clip_high=0.28`` and ``agg="token-mean"``.
+    * ``"gspo"``: the sequence ratio s_i = exp(mean_t (logp - old_logp)) applied per token as
+      sg(s_i) * pi / sg(pi), clipped to [1 - clip_low, 1 + clip_high] (GSPO uses ~3e-4 / 4e-4).
+    * ``"gmpo"``: log-ratios clipped sign-aware to [-clip_low, clip_high] in log space, the
+      geometric mean of the token ratios per sequence times the sequence's mean advantage, mean
+      over sequences (``agg`` other than None is ignored; GMPO uses clip 0.4 in log space).
+    * ``"cispo"``: -sg(clip(rho, 1 - clip_low, 1 + clip_high)) A log pi.
+    * ``"reinforce"``: -A log pi.
+
+    Args:
+        logp, old_logp, advantages, mask: (B, T).
+        kind: a registered loss (:func:`list_policy_losses`).
+        clip_low, clip_high: epsilon below / above 1 (log-space bounds for gmpo).
+        dual_clip: None or c > 1 (``"ppo"`` only).
+        agg: an aggregation mode of :func:`aggregate`, or None for the (B, T) matrix.
+
+    Returns:
+        ``(loss, stats)``. ``stats`` holds floats: ``clip_frac`` (fraction of valid tokens where
+        clipping was active), ``approx_kl`` (mean over valid tokens of (rho - 1) - log rho, the k3
+        estimate of KL(pi_old || pi_theta), >= 0), ``ratio_mean``, ``ratio_max``.
+    """
+    for name, t in (("logp", logp), ("old_logp", old_logp), ("advantages", advantages)):
+        _check_float(name, t)
+    check_same_shape(logp=logp, old_logp=old_logp, advantages=advantages)
+    check_mask(mask, like=logp)
+    check_choice("policy loss kind", kind, POLICY_LOSSES)
+    if agg is not None:
+        check_choice("aggregation mode", agg, AGG_MODES)
+    if clip_low < 0 or (kind != "gmpo" and clip_low > 1.0):
+        raise ValueError(f"clip_low must be in [0, 1] (1 removes the lower bound), got {clip_low!r}")
+    if clip_high < 0:
+        raise ValueError(f"clip_high must be >= 0, got {clip_high!r}")
+    if dual_clip is not None:
+        if kind != "ppo":
+            raise ValueError(f"dual_clip applies to kind='ppo' only, got kind={kind!r}")
+        if not dual_clip > 1.0:
+            raise ValueError(f"dual_clip must be > 1 (e.g. 3.0), got {dual_clip!r}")
+
+    # Masked positions may hold anything finite (padding): zero them first so that no large value
+    # there can overflow exp() and leak NaN into the loss or its gradient.
+    valid = mask.bool()
+    logp = torch.where(valid, logp, 0.0)
+    old_logp = torch.where(valid, old_logp, 0.0)
+    advantages = torch.where(valid, advantages, 0.0)
+    loss_mat, clipped, per_seq = POLICY_LOSSES[kind](
+        logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip)
+    m = mask.to(logp.dtype)
+    loss_mat = torch.where(valid, loss_mat, 0.0)
+
+    with torch.no_grad():
+        n = valid.sum().clamp(min=1)
+        log_ratio = (logp - old_logp)[valid]
+        ratio = torch.exp(log_ratio)
+        stats = {
+            "clip_frac": float((clipped & valid).sum() / n),
+            "approx_kl": float(((ratio - 1.0) - log_ratio).sum() / n),
+            "ratio_mean": float(ratio.mean()) if ratio.numel() else 1.0,
+            "ratio_max": float(ratio.max()) if ratio.numel() else 1.0,
+        }
+
+    if agg is None:
+        return loss_mat, stats
+    if per_seq is not None:
+        rows = m.sum(-1) > 0
+        if not rows.any():
+            raise ValueError("policy_loss over an all-zero mask: no row has a valid token")
+        return per_seq[rows].mean(), stats
+    return aggregate(loss_mat, mask, agg), stats
+
+
+# ----------------------------------------------------------------------------------------------
+# Value loss and KL
+# ----------------------------------------------------------------------------------------------
+
+
+def value_loss(
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float | None = None,
+    agg: str | None = "token-mean",
+) -> torch.Tensor:
+    """Critic regression loss: 1/2 (V - R)^2, or with ``clip`` set (PPO value clipping)
+
+        1/2 max((V - R)^2, (V_clip - R)^2),  V_clip = V_old + clip(V - V_old, -clip, clip).
+
+    Args:
+        values: (B, T) current predictions V_phi(s_t) (with grad).
+        old_values: (B, T) predictions at collection time (used only when ``clip`` is set).
+        returns: (B, T) targets R_t (e.g. GAE returns).
+        mask: (B, T) 0/1.
+        clip: None or the clip range (> 0).
+        agg: an aggregation mode, or None for the (B, T) matrix (zero where masked).
+
+    Returns:
+        The aggregated loss (a scalar tensor), or the (B, T) matrix when ``agg`` is None.
+    """
+    for name, t in (("values", values), ("old_values", old_values), ("returns", returns)):
+        _check_float(name, t)
+    check_same_shape(values=values, old_values=old_values, returns=returns)
+    check_mask(mask, like=values)
+    if clip is not None and not clip > 0:
+        raise ValueError(f"value clip must be > 0 or None, got {clip!r}")
+    valid = mask.bool()
+    values = torch.where(valid, values, 0.0)
+    old_values = torch.where(valid, old_values, 0.0)
+    returns = torch.where(valid, returns, 0.0)
+    loss_mat = 0.5 * (values - returns) ** 2
+    if clip is not None:
+        v_clip = old_values + torch.clamp(values - old_values, -clip, clip)
+        loss_mat = torch.maximum(loss_mat, 0.5 * (v_clip - returns) ** 2)
+    if agg is None:
+        return loss_mat
+    return aggregate(loss_mat, mask, agg)
+
+
+def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
+    """Per-token estimate of KL(pi_theta || pi_ref) from samples of pi_theta.
+
+    With x = ref_logp - logp = log(pi_ref / pi_theta) at the sampled token:
+
+    * ``"k1"``: logp - ref_logp = -x. Unbiased, but a single sample can be negative.
+    * ``"k2"``: 1/2 (logp - ref_logp)^2. Biased, >= 0, low variance.
+    * ``"k3"``: exp(x) - x - 1. Unbiased and >= 0 (DeepSeekMath eq. 4). As a *loss* its gradient is
+      not the gradient of the KL off-policy; see the KL section of the GRPO family chapter.
+
+    Elementwise on (B, T); mask it with :func:`aggregate`.
+    """
+    _check_float("logp", logp)
+    _check_float("ref_logp", ref_logp)
+    check_same_shape(logp=logp, ref_logp=ref_logp)
+    check_choice("KL estimator", kind, KL_KINDS)
+    if kind == "k1":
+        return logp - ref_logp
+    if kind == "k2":
+        return 0.5 * (logp - ref_logp) ** 2
+    x = ref_logp - logp
+    return torch.exp(x) - x - 1.0
