@@ -1,0 +1,275 @@
+"""Advantage estimators against slow, obviously correct loop references, plus properties."""
+
+from __future__ import annotations
+
+import math
+
+import hypothesis.strategies as st
+import pytest
+import torch
+from hypothesis import given, settings
+
+from rltutor.advantages import (
+    ESTIMATORS,
+    compute_advantages,
+    discounted_returns,
+    gae,
+    group_advantages,
+    list_estimators,
+    register_estimator,
+    whiten,
+)
+
+# ----------------------------------------------------------------------------------------------
+# Loop references: one row at a time, over the list of valid indices.
+# ----------------------------------------------------------------------------------------------
+
+
+def ref_returns(rewards, mask, gamma):
+    B, T = len(rewards), len(rewards[0])
+    out = [[0.0] * T for _ in range(B)]
+    for b in range(B):
+        idx = [t for t in range(T) if mask[b][t]]
+        for k, t in enumerate(idx):
+            out[b][t] = sum(gamma**j * rewards[b][idx[k + j]] for j in range(len(idx) - k))
+    return out
+
+
+def ref_gae(rewards, values, mask, gamma, lam):
+    B, T = len(rewards), len(rewards[0])
+    adv = [[0.0] * T for _ in range(B)]
+    for b in range(B):
+        idx = [t for t in range(T) if mask[b][t]]
+        deltas = []
+        for k, t in enumerate(idx):
+            v_next = values[b][idx[k + 1]] if k + 1 < len(idx) else 0.0
+            deltas.append(rewards[b][t] + gamma * v_next - values[b][t])
+        for k, t in enumerate(idx):
+            adv[b][t] = sum((gamma * lam) ** j * deltas[k + j] for j in range(len(idx) - k))
+    return adv
+
+
+def ref_group(scores, gids, method, eps):
+    out = []
+    for i, g in enumerate(gids):
+        members = [scores[j] for j in range(len(scores)) if gids[j] == g]
+        n = len(members)
+        mean = sum(members) / n
+        if method == "grpo":
+            std = math.sqrt(sum((x - mean) ** 2 for x in members) / (n - 1))
+            out.append((scores[i] - mean) / (std + eps))
+        elif method == "dr_grpo":
+            out.append(scores[i] - mean)
+        else:
+            others = [scores[j] for j in range(len(scores)) if gids[j] == g and j != i]
+            out.append(scores[i] - sum(others) / len(others))
+    return out
+
+
+def random_batch(B=4, T=7, seed=0, dtype=torch.float64, gaps=True):
+    g = torch.Generator().manual_seed(seed)
+    rewards = torch.randn(B, T, generator=g, dtype=dtype)
+    values = torch.randn(B, T, generator=g, dtype=dtype)
+    mask = (torch.rand(B, T, generator=g) < 0.75).to(dtype) if gaps else torch.ones(B, T, dtype=dtype)
+    mask[:, 0] = 1.0
+    return rewards, values, mask
+
+
+DTYPES = [torch.float32, torch.float64]
+
+
+def tol(dtype):
+    return {"atol": 1e-5, "rtol": 1e-4} if dtype == torch.float32 else {"atol": 1e-10, "rtol": 1e-9}
+
+
+# ----------------------------------------------------------------------------------------------
+# Against references
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("gamma", [0.0, 0.9, 1.0])
+def test_discounted_returns_matches_loop(dtype, gamma):
+    r, _, m = random_batch(dtype=dtype)
+    got = discounted_returns(r, m, gamma)
+    want = torch.tensor(ref_returns(r.tolist(), m.tolist(), gamma), dtype=dtype)
+    torch.testing.assert_close(got, want, **tol(dtype))
+    assert got.dtype == dtype
+    assert (got[m == 0] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("gamma,lam", [(1.0, 1.0), (0.99, 0.95), (0.9, 0.0), (0.5, 0.7)])
+def test_gae_matches_loop(dtype, gamma, lam):
+    r, v, m = random_batch(dtype=dtype, seed=3)
+    adv, ret = gae(r, v, m, gamma=gamma, lam=lam)
+    want = torch.tensor(ref_gae(r.tolist(), v.tolist(), m.tolist(), gamma, lam), dtype=dtype)
+    torch.testing.assert_close(adv, want, **tol(dtype))
+    torch.testing.assert_close(ret, adv + v, **tol(dtype))
+    assert (adv[m == 0] == 0).all()
+
+
+@pytest.mark.parametrize("method", ["grpo", "dr_grpo", "rloo"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_group_advantages_matches_loop_with_interleaved_groups(method, dtype):
+    scores = torch.tensor([1.0, 0.0, 3.0, 0.5, 2.0, 2.0, -1.0, 4.0], dtype=dtype)
+    gids = torch.tensor([7, 2, 7, 2, 2, 9, 9, 7])  # members not adjacent, ids not contiguous
+    got = group_advantages(scores, gids, method=method, eps=1e-6)
+    want = torch.tensor(ref_group(scores.tolist(), gids.tolist(), method, 1e-6), dtype=dtype)
+    torch.testing.assert_close(got, want, **tol(dtype))
+
+
+def test_grpo_uses_bessel_std():
+    # Two members 0 and 1: mean 0.5, Bessel std = sqrt(0.5) -> advantages -/+ 0.5/sqrt(0.5).
+    a = group_advantages(torch.tensor([0.0, 1.0]), torch.tensor([0, 0]), eps=0.0)
+    torch.testing.assert_close(a, torch.tensor([-1.0, 1.0]) / math.sqrt(2.0))
+
+
+def test_equal_rewards_give_zero_advantage():
+    for method in ("grpo", "dr_grpo", "rloo"):
+        a = group_advantages(torch.ones(4), torch.zeros(4, dtype=torch.long), method=method)
+        assert torch.equal(a, torch.zeros(4))
+
+
+def test_whiten_masked_moments():
+    x, _, m = random_batch(B=5, T=9, seed=4)
+    w = whiten(x * 3 + 2, m)
+    valid = w[m.bool()]
+    assert abs(valid.mean().item()) < 1e-9
+    assert abs(valid.var(unbiased=True).item() - 1.0) < 1e-6
+    assert (w[m == 0] == 0).all()
+
+
+def test_registry_estimators_and_broadcast():
+    r, v, m = random_batch(B=4, T=5, seed=5)
+    gids = torch.tensor([0, 0, 1, 1])
+    for name in ("grpo", "dr_grpo", "rloo"):
+        adv, ret = compute_advantages(name, rewards=r, mask=m, group_ids=gids)
+        a = group_advantages((r * m).sum(1), gids, method=name)
+        torch.testing.assert_close(adv, a[:, None] * m)
+        torch.testing.assert_close(ret, discounted_returns(r, m, 1.0))
+    adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=0.9, lam=0.8)
+    torch.testing.assert_close(adv, gae(r, v, m, 0.9, 0.8)[0])
+    adv, _ = compute_advantages("reinforce", rewards=r, mask=m, gamma=0.9)
+    torch.testing.assert_close(adv, discounted_returns(r, m, 0.9))
+    adv, _ = compute_advantages("reinforce_pp", rewards=r, mask=m, gamma=0.9)
+    torch.testing.assert_close(adv, whiten(discounted_returns(r, m, 0.9), m))
+    assert set(list_estimators()) >= {"gae", "grpo", "dr_grpo", "rloo", "reinforce", "reinforce_pp"}
+
+
+def test_register_estimator_rejects_duplicates_and_extends():
+    with pytest.raises(ValueError, match="already registered"):
+        register_estimator("gae")(lambda **kw: None)
+    try:
+        @register_estimator("zeros_for_test")
+        def _zeros(*, rewards, mask, values, group_ids, gamma, lam, eps):
+            return torch.zeros_like(rewards), torch.zeros_like(rewards)
+
+        adv, _ = compute_advantages("zeros_for_test", rewards=torch.ones(1, 2), mask=torch.ones(1, 2))
+        assert adv.sum() == 0
+    finally:
+        ESTIMATORS.pop("zeros_for_test", None)
+
+
+# ----------------------------------------------------------------------------------------------
+# Properties
+# ----------------------------------------------------------------------------------------------
+
+
+@st.composite
+def batches(draw):
+    B = draw(st.integers(1, 4))
+    T = draw(st.integers(1, 8))
+    seed = draw(st.integers(0, 10_000))
+    dtype = draw(st.sampled_from(DTYPES))
+    gamma = draw(st.floats(0.0, 1.0))
+    return random_batch(B, T, seed, dtype), gamma, dtype
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches())
+def test_gae_lambda_one_is_returns_minus_values(args):
+    (r, v, m), gamma, dtype = args
+    adv, _ = gae(r, v, m, gamma=gamma, lam=1.0)
+    want = (discounted_returns(r, m, gamma) - v) * m
+    torch.testing.assert_close(adv, want, **tol(dtype))
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches())
+def test_gae_lambda_zero_is_td_residual(args):
+    (r, v, m), gamma, dtype = args
+    adv, _ = gae(r, v, m, gamma=gamma, lam=0.0)
+    B, T = r.shape
+    for b in range(B):
+        idx = [t for t in range(T) if m[b, t]]
+        for k, t in enumerate(idx):
+            v_next = v[b, idx[k + 1]] if k + 1 < len(idx) else 0.0
+            delta = r[b, t] + gamma * v_next - v[b, t]
+            assert abs(adv[b, t].item() - float(delta)) < (1e-4 if dtype == torch.float32 else 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(1, 5), st.integers(0, 10_000), st.sampled_from(["grpo", "dr_grpo", "rloo"]))
+def test_group_advantages_zero_mean_per_group(G, n_groups, seed, method):
+    g = torch.Generator().manual_seed(seed)
+    gids = torch.arange(n_groups).repeat(G)[torch.randperm(G * n_groups, generator=g)]
+    scores = torch.randn(G * n_groups, generator=g, dtype=torch.float64)
+    a = group_advantages(scores, gids, method=method)
+    for k in range(n_groups):
+        assert abs(a[gids == k].mean().item()) < 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_masked_positions_cannot_change_gae(seed, gamma, lam):
+    r, v, m = random_batch(seed=seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    r2 = torch.where(m.bool(), r, torch.randn(r.shape, generator=g, dtype=r.dtype) * 1e3)
+    v2 = torch.where(m.bool(), v, torch.randn(v.shape, generator=g, dtype=v.dtype) * 1e3)
+    a1, _ = gae(r, v, m, gamma, lam)
+    a2, _ = gae(r2, v2, m, gamma, lam)
+    torch.testing.assert_close(a1, a2)
+
+
+def test_pure_functions_do_not_edit_inputs():
+    r, v, m = random_batch()
+    copies = [t.clone() for t in (r, v, m)]
+    gae(r, v, m, 0.9, 0.9)
+    discounted_returns(r, m, 0.9)
+    whiten(r, m)
+    for a, b in zip((r, v, m), copies, strict=True):
+        assert torch.equal(a, b)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bad input
+# ----------------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_raise_clear_errors():
+    r, v, m = random_batch(B=2, T=3)
+    with pytest.raises(ValueError, match="shape"):
+        gae(r, v[:, :2], m)
+    with pytest.raises(ValueError, match="shape"):
+        discounted_returns(r, m[:, :2], 0.9)
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        gae(r, v, m * 2)
+    with pytest.raises(ValueError, match="NaN"):
+        gae(r.clone().fill_(float("nan")), v, m)
+    with pytest.raises(ValueError, match="gamma"):
+        gae(r, v, m, gamma=1.5)
+    with pytest.raises(ValueError, match="lam"):
+        gae(r, v, m, lam=-0.1)
+    with pytest.raises(ValueError, match="single member"):
+        group_advantages(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 1]))
+    with pytest.raises(ValueError, match="valid: dr_grpo, grpo, rloo"):
+        group_advantages(torch.tensor([1.0, 2.0]), torch.tensor([0, 0]), method="ppo")
+    with pytest.raises(ValueError, match="one group id per response"):
+        group_advantages(torch.tensor([1.0, 2.0]), torch.tensor([0, 0, 0]))
+    with pytest.raises(ValueError, match="valid: .*gae.*grpo"):
+        compute_advantages("nope", rewards=r, mask=m)
+    with pytest.raises(ValueError, match="critic"):
+        compute_advantages("gae", rewards=r, mask=m)
+    with pytest.raises(ValueError, match="group_ids"):
+        compute_advantages("grpo", rewards=r, mask=m)

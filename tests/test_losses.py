@@ -1,0 +1,278 @@
+"""Policy, value and KL losses against explicit loop references, plus gradient properties."""
+
+from __future__ import annotations
+
+import math
+
+import hypothesis.strategies as st
+import pytest
+import torch
+from hypothesis import given, settings
+
+from rltutor.losses import (
+    AGG_MODES,
+    aggregate,
+    kl_penalty,
+    list_policy_losses,
+    masked_mean,
+    policy_loss,
+    value_loss,
+)
+
+DTYPES = [torch.float32, torch.float64]
+
+
+def make(B=3, T=5, seed=0, dtype=torch.float64, spread=0.5):
+    g = torch.Generator().manual_seed(seed)
+    logp = (-torch.rand(B, T, generator=g, dtype=dtype) * 2).requires_grad_(True)
+    old = (logp.detach() + spread * torch.randn(B, T, generator=g, dtype=dtype))
+    adv = torch.randn(B, T, generator=g, dtype=dtype)
+    mask = (torch.rand(B, T, generator=g) < 0.7).to(dtype)
+    mask[:, 0] = 1
+    return logp, old, adv, mask
+
+
+def tol(dtype):
+    return {"atol": 1e-5, "rtol": 1e-4} if dtype == torch.float32 else {"atol": 1e-10, "rtol": 1e-9}
+
+
+# ----------------------------------------------------------------------------------------------
+# Loop references (per row, per token), returning the aggregate the docstrings promise
+# ----------------------------------------------------------------------------------------------
+
+
+def agg_ref(mat, mask, mode, norm=None):
+    B, T = len(mat), len(mat[0])
+    rows = [[mat[b][t] for t in range(T) if mask[b][t]] for b in range(B)]
+    rows = [r for r in rows if r]
+    if mode == "token-mean":
+        flat = [x for r in rows for x in r]
+        return sum(flat) / len(flat)
+    if mode == "seq-mean-token-mean":
+        return sum(sum(r) / len(r) for r in rows) / len(rows)
+    if mode == "seq-mean-token-sum":
+        return sum(sum(r) for r in rows) / len(rows)
+    return sum(sum(r) / (norm or T) for r in rows) / len(rows)
+
+
+def ppo_ref(lp, old, a, cl, ch, c=None):
+    r = math.exp(lp - old)
+    loss = max(-a * r, -a * min(max(r, 1 - cl), 1 + ch))
+    if c is not None and a < 0:
+        loss = min(loss, -c * a)
+    return loss
+
+
+def mats(fn, lp, old, adv, mask):
+    B, T = lp.shape
+    return [[fn(b, t) if mask[b, t] else 0.0 for t in range(T)] for b in range(B)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("agg", AGG_MODES)
+@pytest.mark.parametrize("dual", [None, 3.0])
+def test_ppo_matches_loop(dtype, agg, dual):
+    lp, old, adv, m = make(dtype=dtype)
+    lpv, oldv, av, mv = lp.tolist(), old.tolist(), adv.tolist(), m.tolist()
+    loss, stats = policy_loss(lp, old, adv, m, kind="ppo", clip_low=0.2, clip_high=0.28, dual_clip=dual, agg=agg)
+    mat = [[ppo_ref(lpv[b][t], oldv[b][t], av[b][t], 0.2, 0.28, dual) for t in range(len(lpv[0]))]
+           for b in range(len(lpv))]
+    assert abs(loss.item() - agg_ref(mat, mv, agg)) < 1e-5
+    assert 0.0 <= stats["clip_frac"] <= 1.0 and stats["approx_kl"] >= 0.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gspo_gmpo_cispo_reinforce_match_loops(dtype):
+    lp, old, adv, m = make(dtype=dtype, seed=2, spread=0.2)
+    B, T = lp.shape
+    lpv, oldv, av, mv = lp.tolist(), old.tolist(), adv.tolist(), m.tolist()
+    idx = [[t for t in range(T) if mv[b][t]] for b in range(B)]
+
+    # GSPO: s_i = exp(mean log ratio); per token -min(s A, clip(s) A); seq-mean-token-mean here.
+    want = 0.0
+    for b in range(B):
+        s = math.exp(sum(lpv[b][t] - oldv[b][t] for t in idx[b]) / len(idx[b]))
+        tok = [max(-av[b][t] * s, -av[b][t] * min(max(s, 0.8), 1.2)) for t in idx[b]]
+        want += sum(tok) / len(tok)
+    got, _ = policy_loss(lp, old, adv, m, kind="gspo", agg="seq-mean-token-mean")
+    assert abs(got.item() - want / B) < 1e-5
+
+    # GMPO: sign-aware clip of log ratios, geometric mean, times mean advantage; mean over rows.
+    want = 0.0
+    for b in range(B):
+        A = sum(av[b][t] for t in idx[b]) / len(idx[b])
+        logs = []
+        for t in idx[b]:
+            x = lpv[b][t] - oldv[b][t]
+            xc = min(max(x, -0.4), 0.4)
+            sgn = math.copysign(1.0, av[b][t]) if av[b][t] != 0 else 0.0
+            logs.append(sgn * min(sgn * x, sgn * xc))
+        want += -A * math.exp(sum(logs) / len(logs))
+    got, _ = policy_loss(lp, old, adv, m, kind="gmpo", clip_low=0.4, clip_high=0.4)
+    assert abs(got.item() - want / B) < 1e-5
+
+    # CISPO: -clip(r) A logp, token-mean.
+    mat = mats(lambda b, t: -min(max(math.exp(lpv[b][t] - oldv[b][t]), 0.8), 1.2) * av[b][t] * lpv[b][t],
+               lp, old, adv, m)
+    got, _ = policy_loss(lp, old, adv, m, kind="cispo")
+    assert abs(got.item() - agg_ref(mat, mv, "token-mean")) < 1e-5
+
+    mat = mats(lambda b, t: -av[b][t] * lpv[b][t], lp, old, adv, m)
+    got, _ = policy_loss(lp, old, adv, m, kind="reinforce")
+    assert abs(got.item() - agg_ref(mat, mv, "token-mean")) < 1e-5
+
+
+def test_seq_mean_token_sum_norm_custom_norm():
+    mat = torch.tensor([[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]])
+    m = torch.tensor([[1, 1, 1], [1, 0, 0]])
+    assert aggregate(mat, m, "seq-mean-token-sum-norm").item() == pytest.approx((6 / 3 + 4 / 3) / 2)
+    assert aggregate(mat, m, "seq-mean-token-sum-norm", norm=10).item() == pytest.approx((0.6 + 0.4) / 2)
+    assert aggregate(mat, m, "seq-mean-token-mean").item() == pytest.approx((2 + 4) / 2)
+    assert aggregate(mat, m, "token-mean").item() == pytest.approx(10 / 4)
+    assert masked_mean(mat, m, dim=1).tolist() == pytest.approx([2.0, 4.0])
+
+
+def test_value_loss_and_kl_match_formulas():
+    g = torch.Generator().manual_seed(1)
+    v, old, R = (torch.randn(2, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    m = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]], dtype=torch.float64)
+    plain = value_loss(v, old, R, m, agg=None)
+    torch.testing.assert_close(plain, 0.5 * (v - R) ** 2 * m)
+    clipped = value_loss(v, old, R, m, clip=0.1, agg=None)
+    vc = old + (v - old).clamp(-0.1, 0.1)
+    torch.testing.assert_close(clipped, torch.maximum(0.5 * (v - R) ** 2, 0.5 * (vc - R) ** 2) * m)
+    assert value_loss(v, old, R, m).item() == pytest.approx(float(plain.sum() / m.sum()))
+
+    lp, ref = torch.randn(2, 4, generator=g), torch.randn(2, 4, generator=g)
+    torch.testing.assert_close(kl_penalty(lp, ref, "k1"), lp - ref)
+    torch.testing.assert_close(kl_penalty(lp, ref, "k2"), 0.5 * (lp - ref) ** 2)
+    torch.testing.assert_close(kl_penalty(lp, ref, "k3"), torch.exp(ref - lp) - (ref - lp) - 1)
+    assert (kl_penalty(lp, ref, "k3") >= 0).all()
+
+
+def test_k1_and_k3_are_unbiased_kl_estimates():
+    # pi = softmax(a), pi_ref = softmax(b) over 5 actions; sample from pi.
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(5, generator=g, dtype=torch.float64), torch.randn(5, generator=g, dtype=torch.float64)
+    logp_all, ref_all = a.log_softmax(0), b.log_softmax(0)
+    true_kl = float((logp_all.exp() * (logp_all - ref_all)).sum())
+    x = torch.multinomial(logp_all.exp(), 200_000, replacement=True, generator=g)
+    lp, ref = logp_all[x][None], ref_all[x][None]
+    for kind in ("k1", "k3"):
+        est = kl_penalty(lp, ref, kind)
+        se = est.std().item() / math.sqrt(est.numel())
+        assert abs(est.mean().item() - true_kl) < 4 * se + 1e-4
+
+
+# ----------------------------------------------------------------------------------------------
+# Gradient properties
+# ----------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3), st.floats(-1.5, 1.5), st.sampled_from(DTYPES))
+def test_ppo_zero_gradient_when_clipped_in_advantage_direction(A, log_r, dtype):
+    old = torch.zeros(1, 1, dtype=dtype)
+    lp = torch.full((1, 1), log_r, dtype=dtype, requires_grad=True)
+    loss, _ = policy_loss(lp, old, torch.full((1, 1), A, dtype=dtype), torch.ones(1, 1), clip_low=0.2, clip_high=0.2)
+    loss.backward()
+    r = math.exp(log_r)
+    clipped_in_direction = (A > 0 and r > 1.2 + 1e-6) or (A < 0 and r < 0.8 - 1e-6)
+    if clipped_in_direction:
+        assert lp.grad.item() == 0.0
+    elif 0.8 + 1e-6 < r < 1.2 - 1e-6 or (A > 0 and r < 0.8) or (A < 0 and r > 1.2):
+        assert lp.grad.item() != 0.0  # unclipped (or clipped against A's direction): gradient flows
+
+
+def test_dual_clip_caps_loss_and_kills_gradient():
+    lp = torch.full((1, 1), math.log(10.0), requires_grad=True)  # ratio 10, A < 0
+    loss, stats = policy_loss(lp, torch.zeros(1, 1), torch.full((1, 1), -1.0), torch.ones(1, 1), dual_clip=3.0)
+    assert loss.item() == pytest.approx(3.0)
+    loss.backward()
+    assert lp.grad.item() == 0.0 and stats["clip_frac"] == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 10_000), st.sampled_from(DTYPES))
+def test_gspo_equals_ppo_with_one_token_sequences(B, seed, dtype):
+    lp, old, adv, _ = make(B=B, T=1, seed=seed, dtype=dtype)
+    m = torch.ones(B, 1, dtype=dtype)
+    l1, s1 = policy_loss(lp, old, adv, m, kind="ppo")
+    (g1,) = torch.autograd.grad(l1, lp)
+    l2, s2 = policy_loss(lp, old, adv, m, kind="gspo")
+    (g2,) = torch.autograd.grad(l2, lp)
+    torch.testing.assert_close(l1, l2, **tol(dtype))
+    torch.testing.assert_close(g1, g2, **tol(dtype))
+    assert s1["clip_frac"] == s2["clip_frac"]
+
+
+def test_reinforce_and_ppo_share_the_on_policy_gradient():
+    lp, _, adv, m = make(seed=5)
+    old = lp.detach().clone()
+    grads = {}
+    for kind in ("ppo", "reinforce", "cispo"):
+        loss, stats = policy_loss(lp, old, adv, m, kind=kind)
+        grads[kind] = torch.autograd.grad(loss, lp)[0]
+        assert stats["clip_frac"] == 0.0
+    torch.testing.assert_close(grads["ppo"], grads["reinforce"])
+    torch.testing.assert_close(grads["ppo"], grads["cispo"])
+
+
+def test_grpo_loss_value_is_zero_but_gradient_is_not():
+    # Reader question 1: on-policy, advantages centred per sequence-mean -> loss ~ 0, gradient != 0.
+    lp, _, _, _ = make(B=4, T=3, seed=6)
+    m = torch.ones(4, 3, dtype=lp.dtype)
+    a = torch.tensor([1.0, -1.0, 0.5, -0.5], dtype=lp.dtype)[:, None].expand(4, 3)
+    loss, _ = policy_loss(lp, lp.detach(), a, m, agg="seq-mean-token-mean")
+    assert abs(loss.item()) < 1e-12
+    (g,) = torch.autograd.grad(loss, lp)
+    assert g.abs().sum() > 0
+
+
+@pytest.mark.parametrize("kind", ["ppo", "gspo", "gmpo", "cispo", "reinforce"])
+def test_masked_positions_do_not_matter(kind):
+    lp, old, adv, m = make(seed=7)
+    g = torch.Generator().manual_seed(8)
+    junk = torch.randn(lp.shape, generator=g, dtype=lp.dtype) * 50
+    lp2 = torch.where(m.bool(), lp.detach(), junk).requires_grad_(True)
+    old2 = torch.where(m.bool(), old, -junk)
+    adv2 = torch.where(m.bool(), adv, junk)
+    l1, _ = policy_loss(lp, old, adv, m, kind=kind)
+    l2, _ = policy_loss(lp2, old2, adv2, m, kind=kind)
+    (g1,) = torch.autograd.grad(l1, lp)
+    (g2,) = torch.autograd.grad(l2, lp2)
+    torch.testing.assert_close(l1, l2)
+    torch.testing.assert_close(g1, g2)
+    assert torch.isfinite(g2).all() and (g2[m == 0] == 0).all()
+    mat, _ = policy_loss(lp, old, adv, m, kind=kind, agg=None)
+    assert mat.shape == lp.shape and (mat[m == 0] == 0).all()
+
+
+# ----------------------------------------------------------------------------------------------
+# Bad input
+# ----------------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_raise_clear_errors():
+    lp, old, adv, m = make()
+    with pytest.raises(ValueError, match="valid: cispo, gmpo, gspo, ppo, reinforce"):
+        policy_loss(lp, old, adv, m, kind="trpo")
+    with pytest.raises(ValueError, match="aggregation mode 'mean'; valid"):
+        policy_loss(lp, old, adv, m, agg="mean")
+    with pytest.raises(ValueError, match="shape"):
+        policy_loss(lp, old[:, :2], adv, m)
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        policy_loss(lp, old, adv, m * 0.5)
+    with pytest.raises(ValueError, match="NaN"):
+        policy_loss(lp, old, adv.clone().fill_(float("nan")), m)
+    with pytest.raises(ValueError, match="dual_clip must be > 1"):
+        policy_loss(lp, old, adv, m, dual_clip=0.5)
+    with pytest.raises(ValueError, match="clip_low"):
+        policy_loss(lp, old, adv, m, clip_low=-0.1)
+    with pytest.raises(ValueError, match="valid: k1, k2, k3"):
+        kl_penalty(lp, old, "k4")
+    with pytest.raises(ValueError, match="all-zero mask"):
+        aggregate(adv, torch.zeros_like(m), "token-mean")
+    with pytest.raises(ValueError, match="value clip"):
+        value_loss(adv, adv, adv, m, clip=0.0)
+    assert set(list_policy_losses()) >= {"ppo", "gspo", "gmpo", "cispo", "reinforce"}
