@@ -1,0 +1,112 @@
+"""Shared plotting style for the book: labelled axes with units, mean curves with confidence bands.
+
+Every chapter's figures go through these helpers so that they look alike and carry the same
+information: both axes labelled (with units or "(dimensionless)" in brackets), a legend naming each
+curve, and, where a curve averages several seeds, a shaded 95% confidence band for the mean.
+
+Plotting never runs experiments: each function takes the plain records (DataFrames) that the
+experiments in :mod:`rltutor.experiments` return.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+__all__ = ["apply_style", "label_axes", "mean_ci", "plot_band", "line_with_band", "t_quantile"]
+
+# Two-sided 95% quantiles of Student's t, t_{0.975, df}, for df = 1..30 (standard tables).
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def apply_style() -> None:
+    """Matplotlib defaults for the book: readable sizes, light grid, no top/right spines."""
+    plt.rcParams.update({
+        "figure.figsize": (7.0, 4.0),
+        "figure.dpi": 100,
+        "savefig.dpi": 120,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.titlesize": 11,
+        "axes.labelsize": 10,
+        "legend.fontsize": 9,
+        "legend.frameon": False,
+    })
+
+
+def label_axes(ax, xlabel: str, ylabel: str, title: str | None = None):
+    """Label both axes (and optionally the title); empty labels raise ValueError.
+
+    Put the unit in brackets, e.g. ``"training step (batches)"``, ``"pass rate (fraction)"``.
+    """
+    for name, value in (("xlabel", xlabel), ("ylabel", ylabel)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{name} must be a non-empty string naming the quantity and its unit, "
+                             f"got {value!r}; e.g. 'training step (batches)'")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def t_quantile(n: int, level: float = 0.95) -> float:
+    """Two-sided quantile for a mean of ``n`` samples: Student's t at level 0.95 (df = n - 1 <= 30),
+    the normal quantile otherwise (a close approximation for df > 30)."""
+    if n < 2:
+        raise ValueError(f"a confidence interval needs at least 2 samples, got n={n}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}; e.g. 0.95")
+    if math.isclose(level, 0.95) and n - 1 <= len(_T975):
+        return _T975[n - 2]
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def mean_ci(df: pd.DataFrame, x: str, y: str, by: str | None = None, level: float = 0.95) -> pd.DataFrame:
+    """Mean of ``y`` at each ``x`` (per ``by`` group) with a confidence interval for the mean.
+
+    Returns a DataFrame with columns ``[by,] x, mean, lo, hi, n``; the interval is
+    mean +- t * std / sqrt(n) over the rows (e.g. seeds) sharing ``x``.
+    """
+    for col in [x, y] + ([by] if by else []):
+        if col not in df.columns:
+            raise ValueError(f"column {col!r} is not in the DataFrame; columns are {list(df.columns)}")
+    keys = [by, x] if by else [x]
+    g = df.groupby(keys, sort=True)[y].agg(["mean", "std", "count"]).reset_index()
+    n = g["count"].to_numpy()
+    if (n < 2).any():
+        raise ValueError(f"some ({', '.join(keys)}) cells have a single row; a confidence band needs "
+                         "at least 2 runs (seeds) per point")
+    half = np.array([t_quantile(int(k), level) for k in n]) * g["std"].to_numpy() / np.sqrt(n)
+    g["lo"] = g["mean"] - half
+    g["hi"] = g["mean"] + half
+    return g.rename(columns={"count": "n"}).drop(columns="std")
+
+
+def plot_band(ax, x, mean, lo, hi, label: str | None = None, color=None, **line_kw):
+    """A mean line with a shaded band between ``lo`` and ``hi``; returns the line."""
+    (line,) = ax.plot(x, mean, label=label, color=color, **line_kw)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    return line
+
+
+def line_with_band(ax, df: pd.DataFrame, x: str, y: str, by: str | None = None,
+                   level: float = 0.95, order=None, **line_kw):
+    """Plot the mean of ``y`` against ``x`` with its confidence band, one curve per ``by`` value."""
+    stats = mean_ci(df, x, y, by=by, level=level)
+    if by is None:
+        plot_band(ax, stats[x], stats["mean"], stats["lo"], stats["hi"], **line_kw)
+        return stats
+    names = list(order) if order is not None else list(dict.fromkeys(df[by]))
+    for name in names:
+        s = stats[stats[by] == name]
+        plot_band(ax, s[x], s["mean"], s["lo"], s["hi"], label=str(name), **line_kw)
+    return stats
