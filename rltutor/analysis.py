@@ -1,0 +1,516 @@
+"""How noisy is a policy-gradient estimate? Variance, SNR and cosine to the true gradient vs horizon.
+
+Chapter: *Variance vs horizon* (``notebooks/04_variance_horizon.ipynb``).
+
+The model: an exactly solvable sequence task
+---------------------------------------------
+A trajectory is ``T`` decisions. At step ``t`` (t = 0..T-1) the policy picks one of ``K`` actions
+from its own softmax ``pi_t = softmax(theta_t)``; ``theta`` is a table of logits of shape ``(T, K)``
+(a *time-indexed tabular policy*: one row of logits per step, as a language model has one softmax
+per position). Action 0 is the *good* action (step right in the corridor, the target token in the
+token task); the policy we measure gives it probability ``p`` at every step and spreads ``1 - p``
+evenly over the other ``K - 1``. The task never branches (a wrong step does not change which action
+is good later), which is what makes every quantity below exact and every sample vectorizable.
+
+Three reward rules (``ChainTask.reward``), all with optional Gaussian reward noise of std ``noise``:
+
+* ``"dense"``    (the *corridor*): r_t = 1[a_t good] + noise, every step. The return is the
+  distance walked down the corridor.
+* ``"terminal"`` (the *token task, partial credit*): one reward at the last step,
+  r_{T-1} = (1/T) * #good + noise, the fraction of tokens that match the target.
+* ``"exact"``    (the *token task, exact match*): r_{T-1} = 1[every token good] + noise. By default
+  ``p = 0.5 ** (1/T)``, so the whole answer is right half of the time at every T.
+
+The objective is the undiscounted expected return ``J(theta) = E[sum_t r_t]`` (what the task scores;
+``gamma`` is a knob of the estimators, not of the task). Its gradient is known in closed form
+(:func:`true_gradient`), e.g. ``dJ/dtheta_t = p * (e_good - pi_t)`` for the dense corridor.
+
+Estimators (names follow :mod:`rltutor.advantages`)
+---------------------------------------------------
+Every estimator is ``g = (1/B) sum_i sum_t grad log pi(a_{i,t}) * A_{i,t}`` over a batch of ``B``
+trajectories (``B = n_groups * G``), with the score ``grad_{theta_t} log pi(a_t) = e_{a_t} - pi_t``
+(a ``K``-vector, zero for every other step's logits). They differ only in the advantage ``A``:
+
+* ``"reinforce"``  A_{i,t} = discounted return-to-go (no baseline).
+* ``"grpo"``       A_{i,t} = (R_i - mean_group R) / (std_group R + eps) on every step, R_i = sum of
+  the row's rewards (GRPO, DeepSeekMath 2024). ``"dr_grpo"`` drops the std division; ``"rloo"``
+  uses the mean of the other G - 1 rows.
+* ``"gae"``        GAE(gamma, lambda) with the exact value function V(s_t) (:func:`true_values`).
+* ``"gae_critic"`` GAE(gamma, lambda) with a critic of limited accuracy:
+  V_hat = V + critic_noise * u * xi, xi ~ N(0, 1) fresh for every visited state, where u is the reward
+  of one good step (1 for the corridor, 1/T for the partial-credit token task; :func:`reward_unit`). Such an error is independent of the action taken, so
+  it adds variance but no bias; a systematic error would also add bias.
+
+Metrics, over ``M = n_batches`` independent batches g_1..g_M (each a vector of T*K numbers):
+
+* ``variance`` = E|g - E g|^2 (trace of the covariance; estimated with the sample mean).
+* ``snr``      = |E g|^2 / E|g - E g|^2; |E g|^2 is estimated without bias as |mean g|^2 - variance/M.
+* ``cosine``   = E[cos(g, grad J)]: how well ONE batch's gradient points the right way (0 if g = 0).
+* ``cos_mean`` = cos(mean g, grad J): the direction of the estimator's mean, i.e. its bias
+  (below 1 when gamma < 1 or lambda < 1 tilt the credit, see the chapter).
+
+Everything is vectorized over ``(M, B, T)``; the advantages are computed by
+:func:`rltutor.advantages.gae`, :func:`~rltutor.advantages.group_advantages` and
+:func:`~rltutor.advantages.discounted_returns`, the very functions the trainer uses.
+
+Deviations from the corridor environment of the trainer: there, a wrong step may move the agent
+back and the policy sees its position; here the policy sees only the step index and wrong steps do
+not change the future. This keeps the true gradient and the true value function exact; the
+horizon effect the chapter measures (one trajectory-level number shared by T decisions) is the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from rltutor.advantages import discounted_returns, gae, group_advantages
+
+__all__ = [
+    "ChainTask",
+    "EstimatorSpec",
+    "Rollouts",
+    "REWARDS",
+    "TASKS",
+    "ESTIMATOR_NAMES",
+    "make_task",
+    "policy_probs",
+    "sample_rollouts",
+    "task_rewards",
+    "true_values",
+    "true_gradient",
+    "estimator_advantages",
+    "batch_gradients",
+    "discount_matrix",
+    "reverse_discounted_sum",
+    "reward_unit",
+    "summarize",
+    "measure_specs",
+    "measure",
+    "horizon_curve",
+    "check_params",
+]
+
+REWARDS = ("dense", "terminal", "exact")
+ESTIMATOR_NAMES = ("reinforce", "grpo", "dr_grpo", "rloo", "gae", "gae_critic")
+GROUP_NAMES = ("grpo", "dr_grpo", "rloo")
+
+#: Named presets: the corridor (dense progress reward, 2 actions) and two token tasks (vocabulary 8).
+#: The corridor's p = 0.3 (not 0.5): with two actions at p = 1/2 the one-step TD estimate is exactly
+#: constant, a coincidence that would show as an infinite SNR.
+TASKS = {
+    "corridor": dict(reward="dense", K=2, p=0.3),
+    "tokens": dict(reward="terminal", K=8, p=0.5),
+    "tokens_exact": dict(reward="exact", K=8, p=None),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# The task and its exact quantities
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainTask:
+    """An exactly solvable T-step task (see the module docstring)."""
+
+    T: int
+    """horizon: number of decisions per trajectory (>= 1)"""
+    reward: str = "dense"
+    """"dense" (corridor), "terminal" (fraction of good tokens at the end) or "exact" (all good)"""
+    K: int = 2
+    """actions per step (vocabulary size); action 0 is the good one"""
+    p: float | None = 0.5
+    """probability of the good action at each step; None = 0.5 ** (1/T) (exact-match success 1/2)"""
+    noise: float = 0.0
+    """std of the Gaussian noise added to each reward"""
+
+    def __post_init__(self):
+        if not isinstance(self.T, int | np.integer) or self.T < 1:
+            raise ValueError(f"horizon T must be an integer >= 1, got {self.T!r}; pass e.g. T=64")
+        if self.reward not in REWARDS:
+            raise ValueError(f"unknown reward rule {self.reward!r}; valid: {', '.join(REWARDS)}")
+        if not isinstance(self.K, int | np.integer) or self.K < 2:
+            raise ValueError(f"K (actions per step) must be an integer >= 2, got {self.K!r}")
+        if self.p is not None and not (0.0 < float(self.p) < 1.0):
+            raise ValueError(f"p (probability of the good action) must be in (0, 1), got {self.p!r}")
+        if not (float(self.noise) >= 0.0 and math.isfinite(float(self.noise))):
+            raise ValueError(f"reward noise must be a finite number >= 0, got {self.noise!r}; pass e.g. noise=0.5")
+
+    @property
+    def p_good(self) -> float:
+        """The probability of the good action actually used (resolves ``p=None``)."""
+        return float(self.p) if self.p is not None else 0.5 ** (1.0 / self.T)
+
+
+def make_task(task: str | ChainTask = "corridor", *, T: int, noise: float = 0.0, **overrides) -> ChainTask:
+    """A :class:`ChainTask` from a preset name in :data:`TASKS` (or pass one through, updated)."""
+    if isinstance(task, ChainTask):
+        return replace(task, T=T, noise=noise, **overrides)
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
+    return ChainTask(T=T, noise=noise, **{**TASKS[task], **overrides})
+
+
+def policy_probs(task: ChainTask, dtype=torch.float64) -> torch.Tensor:
+    """pi, shape (T, K): p on action 0, (1 - p) / (K - 1) on each other action, at every step."""
+    p = task.p_good
+    row = torch.full((task.K,), (1.0 - p) / (task.K - 1), dtype=dtype)
+    row[0] = p
+    return row.expand(task.T, task.K).clone()
+
+
+def true_gradient(task: ChainTask, dtype=torch.float64) -> torch.Tensor:
+    """grad_theta J for J = E[sum_t r_t] (undiscounted), shape (T, K), in closed form.
+
+    With dp_t/dtheta_t = p (e_0 - pi_t) (softmax derivative, e_0 the good action's one-hot):
+
+    * dense:    J = sum_t p_t             -> dJ/dtheta_t = p (e_0 - pi_t)
+    * terminal: J = (1/T) sum_t p_t       -> dJ/dtheta_t = (p / T) (e_0 - pi_t)
+    * exact:    J = prod_t p_t            -> dJ/dtheta_t = J (e_0 - pi_t)
+    """
+    pi = policy_probs(task, dtype)
+    e0 = torch.zeros(task.K, dtype=dtype)
+    e0[0] = 1.0
+    p = task.p_good
+    scale = {"dense": p, "terminal": p / task.T, "exact": p**task.T}[task.reward]
+    return scale * (e0 - pi)
+
+
+@dataclass
+class Rollouts:
+    """Sampled trajectories for M batches of B trajectories of T steps (shapes noted per field)."""
+
+    task: ChainTask
+    good: torch.Tensor
+    """(M, B, T) bool: was the action good"""
+    actions: torch.Tensor
+    """(M, B, T) long: the actions (0 = good)"""
+    eps: torch.Tensor | None
+    """(M, B, T) standard normal reward-noise draws, or None when the task has no reward noise"""
+    xi: torch.Tensor | None
+    """(M, B, T) standard normal critic-error draws (scaled by an estimator's critic_noise), or None"""
+    dtype: torch.dtype = torch.float32
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return tuple(self.good.shape)
+
+
+def sample_rollouts(task: ChainTask, n_batches: int, batch_size: int, seed: int = 0,
+                    dtype=torch.float32, critic_draws: bool = True) -> Rollouts:
+    """Sample ``n_batches`` independent batches of ``batch_size`` trajectories: (M, B, T) tensors.
+
+    Actions, reward noise and critic errors come from three generators seeded from ``seed``, so the
+    same seed gives the same actions whatever the noise level (common random numbers).
+    """
+    M, B, T = int(n_batches), int(batch_size), task.T
+    gen = torch.Generator().manual_seed(int(seed))
+    good = torch.rand(M, B, T, generator=gen) < task.p_good  # (M, B, T)
+    if task.K == 2:
+        actions = (~good).long()
+    else:
+        wrong = 1 + torch.randint(0, task.K - 1, (M, B, T), generator=gen)  # a uniform wrong action
+        actions = torch.where(good, torch.zeros_like(wrong), wrong)
+    eps = xi = None
+    if task.noise > 0:
+        eps = torch.randn(M, B, T, generator=torch.Generator().manual_seed(int(seed) + 1_000_003), dtype=dtype)
+    if critic_draws:
+        xi = torch.randn(M, B, T, generator=torch.Generator().manual_seed(int(seed) + 2_000_003), dtype=dtype)
+    return Rollouts(task, good, actions, eps, xi, dtype)
+
+
+def reward_unit(task: ChainTask) -> float:
+    """The reward of one good step: 1 (dense, exact) or 1/T (terminal). Critic errors use this unit."""
+    return 1.0 / task.T if task.reward == "terminal" else 1.0
+
+
+def task_rewards(roll: Rollouts) -> torch.Tensor:
+    """Rewards r, shape (M, B, T), including the reward noise."""
+    task = roll.task
+    g = roll.good.to(roll.dtype)
+    if task.reward == "dense":
+        return g if roll.eps is None else g + task.noise * roll.eps  # r_t = 1[a_t good] + noise
+    r = torch.zeros_like(g)
+    if task.reward == "terminal":
+        final = g.mean(dim=-1)  # fraction of good tokens
+    else:
+        final = g.prod(dim=-1)  # 1 if every token is good
+    r[..., -1] = final if roll.eps is None else final + task.noise * roll.eps[..., -1]
+    return r
+
+
+def true_values(roll: Rollouts, gamma: float) -> torch.Tensor:
+    """Exact V(s_t) = E[sum_{k>=t} gamma^(k-t) r_k | a_0..a_{t-1}], shape (M, B, T).
+
+    * dense:    V_t = p * sum_{k=t}^{T-1} gamma^(k-t)                      (history does not matter)
+    * terminal: V_t = gamma^(T-1-t) * (c_t + (T - t) p) / T,   c_t = #good among a_0..a_{t-1}
+    * exact:    V_t = gamma^(T-1-t) * 1[a_0..a_{t-1} all good] * p^(T-t)
+    """
+    task = roll.task
+    T, p = task.T, task.p_good
+    dt = roll.dtype
+    t = torch.arange(T, dtype=torch.float64)
+    remaining = T - t  # steps left including t
+    if gamma == 1.0:
+        disc_sum = remaining
+    else:
+        disc_sum = (1.0 - gamma**remaining) / (1.0 - gamma)
+    to_end = gamma ** (T - 1 - t)  # discount from step t to the last step
+    if task.reward == "dense":
+        return (p * disc_sum).to(dt).expand(roll.shape).clone()
+    g = roll.good.to(dt)
+    if task.reward == "terminal":
+        c = torch.cumsum(g, dim=-1) - g  # c_t: good actions before step t
+        return to_end.to(dt) * (c + (remaining * p).to(dt)) / T
+    alive = torch.cat([torch.ones_like(g[..., :1]), torch.cumprod(g, dim=-1)[..., :-1]], dim=-1)  # all good before t
+    return (to_end * p**remaining).to(dt) * alive
+
+
+# ----------------------------------------------------------------------------------------------
+# Estimators
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """One estimator with its own knobs (several specs can share the same sampled trajectories)."""
+
+    name: str
+    """one of ESTIMATOR_NAMES"""
+    G: int = 8
+    """group size (group estimators only); must divide the batch size"""
+    gamma: float = 1.0
+    """discount of the return-to-go / GAE (ignored by the group estimators, which score sum_t r_t)"""
+    lam: float = 1.0
+    """GAE lambda (gae, gae_critic)"""
+    critic_noise: float = 0.0
+    """std of the critic's error (gae_critic)"""
+    eps: float = 1e-6
+    """GRPO's std offset"""
+    label: str = field(default="", compare=False)
+    """display name (defaults to ``name``)"""
+
+    def __post_init__(self):
+        check_params(name=self.name, G=self.G, gamma=self.gamma, lam=self.lam,
+                     critic_noise=self.critic_noise)
+
+
+def check_params(*, name: str | None = None, G: int | None = None, gamma: float | None = None,
+                 lam: float | None = None, critic_noise: float | None = None, noise: float | None = None,
+                 T: int | None = None, batch_size: int | None = None) -> None:
+    """Refuse bad slider values with a ValueError that names the value and the fix."""
+    if name is not None and name not in ESTIMATOR_NAMES:
+        raise ValueError(f"unknown estimator {name!r}; valid: {', '.join(ESTIMATOR_NAMES)}")
+    if G is not None and (not isinstance(G, int | np.integer) or G < 2) and (name is None or name in GROUP_NAMES):
+        raise ValueError(f"group size G must be an integer >= 2 for a group baseline, got G={G!r}; "
+                         "a group of one has no baseline to compare with: use G=2 or more")
+    if gamma is not None and not (0.0 <= float(gamma) <= 1.0):
+        raise ValueError(f"gamma must be in [0, 1], got gamma={gamma!r}; use e.g. gamma=1.0 (no discount)")
+    if lam is not None and not (0.0 <= float(lam) <= 1.0):
+        raise ValueError(f"lambda must be in [0, 1], got lam={lam!r}; 0 = one-step TD, 1 = Monte-Carlo")
+    for nm, v in (("critic_noise", critic_noise), ("noise", noise)):
+        if v is not None and not (float(v) >= 0.0 and math.isfinite(float(v))):
+            raise ValueError(f"{nm} must be a finite number >= 0, got {nm}={v!r}; use e.g. {nm}=0.5")
+    if T is not None and (not isinstance(T, int | np.integer) or T < 1):
+        raise ValueError(f"horizon T must be an integer >= 1, got T={T!r}")
+    if batch_size is not None and G is not None and name in GROUP_NAMES and batch_size % G:
+        raise ValueError(f"batch size {batch_size} is not a multiple of the group size G={G}; "
+                         "pick G dividing the batch (or n_groups * G trajectories)")
+
+
+def discount_matrix(T: int, c: float, dtype=torch.float32) -> torch.Tensor:
+    """W of shape (T, T) with W[k, t] = c^(k - t) for k >= t, else 0 (c = gamma or gamma * lambda).
+
+    ``x @ W`` is the discounted reverse sum y_t = sum_{k>=t} c^(k-t) x_k of every row of x (N, T):
+    the return-to-go when x = r and c = gamma, GAE when x = delta and c = gamma * lambda.
+    """
+    t = torch.arange(T, dtype=torch.float64)
+    lag = t[:, None] - t[None, :]  # k - t
+    w = torch.where(lag >= 0, torch.tensor(float(c), dtype=torch.float64) ** lag.clamp_min(0), 0.0)
+    return w.to(dtype)
+
+
+def reverse_discounted_sum(x: torch.Tensor, c: float, block: int = 32) -> torch.Tensor:
+    """y_t = sum_{k>=t} c^(k-t) x_k along the last dim of x (N, T), in O(N T block) work.
+
+    Within blocks of ``block`` steps the sum is one small matrix product (:func:`discount_matrix`);
+    a loop over the T / block blocks, from the last, carries y at each block's first step back:
+    y_t = local_t + c^(L - j) * y_(start of next block), j = t's position in its block of length L.
+    """
+    N, T = x.shape
+    L = min(block, T)
+    pad = (-T) % L
+    xp = torch.nn.functional.pad(x, (0, pad))  # zeros after the end change no sum
+    nb = (T + pad) // L
+    local = xp.reshape(N, nb, L) @ discount_matrix(L, c, x.dtype)  # (N, nb, L) in-block sums
+    decay = torch.tensor(float(c), dtype=torch.float64) ** (L - torch.arange(L, dtype=torch.float64))
+    decay = decay.to(x.dtype)  # c^(L - j): from step j to the next block's first step
+    out = torch.empty_like(local)
+    carry = x.new_zeros(N, 1)
+    for b in reversed(range(nb)):
+        out[:, b] = local[:, b] + decay * carry
+        carry = out[:, b, :1]
+    return out.reshape(N, nb * L)[:, :T]
+
+
+def estimator_advantages(spec: EstimatorSpec, roll: Rollouts, rewards: torch.Tensor,
+                         values: dict[float, torch.Tensor] | None = None, fast: bool = True) -> torch.Tensor:
+    """Advantages A of shape (M, B, T) for one estimator.
+
+    ``fast=False`` calls :mod:`rltutor.advantages` (``discounted_returns``, ``gae``,
+    ``group_advantages``), the functions the trainer uses, whose recursions loop over T.
+    ``fast=True`` (default) computes the same discounted reverse sums as one matrix product with
+    :func:`reverse_discounted_sum` (the tests check both agree); group advantages always come from
+    :func:`rltutor.advantages.group_advantages`. ``values`` caches exact value functions by gamma.
+    """
+    M, B, T = roll.shape
+    r = rewards.reshape(M * B, T)  # (M*B, T): one row per trajectory
+    mask = torch.ones_like(r)
+    if spec.name == "reinforce":
+        if fast:
+            adv = reverse_discounted_sum(r, spec.gamma)  # G_t = sum_k gamma^(k-t) r_k
+        else:
+            adv = discounted_returns(r, mask, spec.gamma)
+    elif spec.name in GROUP_NAMES:
+        if B % spec.G:
+            raise ValueError(f"batch size {B} is not a multiple of the group size G={spec.G}; "
+                             "pick G dividing the batch")
+        scores = r.sum(dim=1)  # R_i: the row's undiscounted return, (M*B,)
+        group_ids = torch.arange(M * B) // spec.G  # consecutive rows form a group
+        a = group_advantages(scores, group_ids, method=spec.name, eps=spec.eps)  # (M*B,)
+        adv = a[:, None].expand(M * B, T)  # one number on every step of the row
+    else:
+        if values is None:
+            values = {}
+        if spec.gamma not in values:
+            values[spec.gamma] = true_values(roll, spec.gamma)
+        v = values[spec.gamma].reshape(M * B, T)
+        if spec.name == "gae_critic" and spec.critic_noise > 0:
+            if roll.xi is None:
+                raise ValueError("these rollouts were sampled without critic draws; "
+                                 "call sample_rollouts(..., critic_draws=True)")
+            v = v + spec.critic_noise * reward_unit(roll.task) * roll.xi.reshape(M * B, T)  # V_hat
+        if fast:
+            v_next = torch.cat([v[:, 1:], torch.zeros_like(v[:, :1])], dim=1)  # V(s_{t+1}), 0 after the end
+            delta = r + spec.gamma * v_next - v  # TD residual delta_t
+            adv = reverse_discounted_sum(delta, spec.gamma * spec.lam)  # A_t = sum (gamma lam)^l delta_{t+l}
+        else:
+            adv, _ = gae(r, v, mask, gamma=spec.gamma, lam=spec.lam)
+    return adv.reshape(M, B, T)
+
+
+def batch_gradients(roll: Rollouts, adv: torch.Tensor) -> torch.Tensor:
+    """Per-batch gradient estimates g, shape (M, T, K).
+
+    g[m, t, :] = (1/B) sum_i (e_{a_{m,i,t}} - pi_t) A_{m,i,t}   (the score of a softmax is e_a - pi).
+    """
+    M, B, T = roll.shape
+    K = roll.task.K
+    pi = policy_probs(roll.task, adv.dtype)  # (T, K)
+    total = adv.sum(dim=1)  # sum_i A_{i,t}, (M, T)
+    if K == 2:
+        good_sum = (adv * roll.good).sum(dim=1)  # sum_i 1[a_{i,t} = 0] A_{i,t}, (M, T)
+        counts = torch.stack([good_sum, total - good_sum], dim=-1)  # (M, T, 2)
+    else:
+        # sum_i 1[a_{i,t} = k] A_{i,t} by scatter_add into the flat index t * K + a: (M, T * K)
+        index = (torch.arange(T) * K)[None, None, :] + roll.actions  # (M, B, T)
+        counts = torch.zeros(M, T * K, dtype=adv.dtype)
+        counts.scatter_add_(1, index.reshape(M, B * T), adv.reshape(M, B * T))
+        counts = counts.reshape(M, T, K)
+    return (counts - pi[None] * total[..., None]) / B
+
+
+def summarize(g: torch.Tensor, grad_true: torch.Tensor) -> dict[str, float]:
+    """Variance, SNR and cosine of M gradient estimates g (M, T, K) against the true gradient (T, K)."""
+    M = g.shape[0]
+    gf = g.reshape(M, -1).double()  # (M, D)
+    gt = grad_true.reshape(-1).double()  # (D,)
+    mean = gf.mean(0)
+    sq = ((gf - mean) ** 2).sum(1)  # |g_m - mean|^2, (M,)
+    var = float(sq.sum() / max(M - 1, 1))  # E|g - E g|^2, unbiased
+    var_se = float(sq.std() / math.sqrt(M)) if M > 1 else float("nan")
+    signal = float(mean @ mean) - var / M  # unbiased estimate of |E g|^2
+    snr = max(signal, 0.0) / var if var > 0 else float("inf") if signal > 0 else 0.0
+    norms = gf.norm(dim=1) * gt.norm()
+    cos = torch.where(norms > 0, (gf @ gt) / norms.clamp_min(1e-300), torch.zeros_like(norms))
+    mnorm = float(mean.norm() * gt.norm())
+    return dict(
+        variance=var,
+        variance_se=var_se,
+        signal=float(mean @ mean),
+        snr=snr,
+        cosine=float(cos.mean()),
+        cosine_se=float(cos.std() / math.sqrt(M)) if M > 1 else float("nan"),
+        cos_mean=float(mean @ gt) / mnorm if mnorm > 0 else 0.0,
+        mean_norm=float(mean.norm()),
+        true_norm=float(gt.norm()),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Measurements
+# ----------------------------------------------------------------------------------------------
+
+
+def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size: int = 32,
+                  n_batches: int = 128, seed: int = 0, dtype=torch.float32,
+                  return_gradients: bool = False, fast: bool = True):
+    """Measure several estimators on the SAME sampled trajectories (common random numbers).
+
+    Returns a list of dicts (one per spec: the spec's fields, the task's, and :func:`summarize`'s),
+    and, with ``return_gradients=True``, also the list of (M, T, K) gradient tensors.
+    """
+    for s in specs:
+        if s.name in GROUP_NAMES:
+            check_params(name=s.name, G=s.G, batch_size=batch_size)
+    need_xi = any(s.name == "gae_critic" and s.critic_noise > 0 for s in specs)
+    roll = sample_rollouts(task, n_batches, batch_size, seed, dtype=dtype, critic_draws=need_xi)
+    r = task_rewards(roll)
+    gt = true_gradient(task)
+    values: dict[float, torch.Tensor] = {}
+    rows, grads = [], []
+    for s in specs:
+        g = batch_gradients(roll, estimator_advantages(s, roll, r, values, fast=fast))
+        row = {"estimator": s.label or s.name, **{k: v for k, v in asdict(s).items() if k != "label"},
+               "T": task.T, "reward": task.reward, "K": task.K, "p": task.p_good, "noise": task.noise,
+               "batch_size": batch_size, "n_batches": n_batches, **summarize(g, gt)}
+        row["name"] = s.name
+        rows.append(row)
+        if return_gradients:
+            grads.append(g)
+    return (rows, grads) if return_gradients else rows
+
+
+def _specs(estimators: Iterable[str], G: int, gamma: float, lam: float, critic_noise: float):
+    return [EstimatorSpec(name=e, G=G, gamma=gamma, lam=lam, critic_noise=critic_noise) for e in estimators]
+
+
+def measure(task: str | ChainTask = "corridor", *, T: int, G: int = 8, n_groups: int = 4,
+            gamma: float = 1.0, lam: float = 1.0, noise: float = 0.0, critic_noise: float = 0.5,
+            estimators: Sequence[str] = ESTIMATOR_NAMES, n_batches: int = 128, seed: int = 0) -> pd.DataFrame:
+    """One point of the explorer: every estimator at one setting of (T, G, gamma, lambda, noise).
+
+    A batch is ``n_groups`` groups of ``G`` trajectories (B = n_groups * G) for every estimator, so
+    they all see the same number of trajectories. Returns one row per estimator.
+    """
+    check_params(G=G, gamma=gamma, lam=lam, noise=noise, critic_noise=critic_noise, T=T)
+    t = make_task(task, T=T, noise=noise)
+    return pd.DataFrame(measure_specs(t, _specs(estimators, G, gamma, lam, critic_noise),
+                                      batch_size=n_groups * G, n_batches=n_batches, seed=seed))
+
+
+def horizon_curve(horizons: Sequence[int], task: str | ChainTask = "corridor", *, G: int = 8,
+                  n_groups: int = 4, gamma: float = 1.0, lam: float = 1.0, noise: float = 0.0,
+                  critic_noise: float = 0.5, estimators: Sequence[str] = ESTIMATOR_NAMES,
+                  n_batches: int = 128, seed: int = 0) -> pd.DataFrame:
+    """:func:`measure` at each horizon T (seed offset by the position), concatenated."""
+    frames = [measure(task, T=int(T), G=G, n_groups=n_groups, gamma=gamma, lam=lam, noise=noise,
+                      critic_noise=critic_noise, estimators=estimators, n_batches=n_batches, seed=seed + i)
+              for i, T in enumerate(horizons)]
+    return pd.concat(frames, ignore_index=True)
