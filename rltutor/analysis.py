@@ -38,8 +38,9 @@ trajectories (``B = n_groups * G``), with the score ``grad_{theta_t} log pi(a_t)
 * ``"gae"``        GAE(gamma, lambda) with the exact value function V(s_t) (:func:`true_values`).
 * ``"gae_critic"`` GAE(gamma, lambda) with a critic of limited accuracy:
   V_hat = V + critic_noise * u * xi, xi ~ N(0, 1) fresh for every visited state, where u is the reward
-  of one good step (1 for the corridor, 1/T for the partial-credit token task; :func:`reward_unit`). Such an error is independent of the action taken, so
-  it adds variance but no bias; a systematic error would also add bias.
+  of one good step (1 for the corridor, 1/T for the partial-credit token task; :func:`reward_unit`).
+  Such an error is independent of the action taken, so it adds variance but no bias; a systematic
+  error would also add bias.
 
 Metrics, over ``M = n_batches`` independent batches g_1..g_M (each a vector of T*K numbers):
 
