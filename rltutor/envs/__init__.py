@@ -1,0 +1,77 @@
+"""Environments by name: classic control, the corridor, and (added by the LM chapters) token tasks.
+
+A registry, not an if-chain: :func:`make_env` looks a name up in :data:`ENVS`, and a reader adds an
+environment in one place with :func:`register_env`. Each entry is a function
+``make(num_envs, seed, **options) -> env``. For the environments registered here ``env`` is a
+vectorized numpy environment (the ``VecEnv`` interface described in :mod:`rltutor.envs.classic`);
+an entry may return any object that has a ``build(config) -> (policy, collector)`` method instead,
+and :func:`rltutor.train.build` will use it (that is how token tasks plug in a language model).
+
+    env = make_env("CartPole-v1", num_envs=8, seed=0)
+    env = make_env("corridor", num_envs=16, seed=0, horizon=200, observe_progress=False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rltutor.envs.classic import CartPole, GymVecEnv
+from rltutor.envs.corridor import Corridor
+
+__all__ = ["ENVS", "register_env", "list_envs", "make_env", "CartPole", "GymVecEnv", "Corridor"]
+
+ENVS: dict[str, Callable] = {}
+
+
+def register_env(name: str) -> Callable[[Callable], Callable]:
+    """Decorator: register ``make(num_envs, seed, **options)`` under ``name``."""
+
+    def deco(fn: Callable) -> Callable:
+        if name in ENVS:
+            raise ValueError(f"environment {name!r} is already registered")
+        ENVS[name] = fn
+        return fn
+
+    return deco
+
+
+def list_envs() -> list[str]:
+    return sorted(ENVS)
+
+
+def make_env(name: str, num_envs: int = 1, seed: int = 0, **options):
+    """Build ``num_envs`` copies of the environment registered as ``name``."""
+    if name not in ENVS:
+        raise ValueError(f"unknown environment {name!r}; valid: {', '.join(list_envs())}")
+    return ENVS[name](num_envs=num_envs, seed=seed, **options)
+
+
+def _no_options(name: str, options: dict) -> None:
+    if options:
+        raise ValueError(f"{name} takes no options, got {sorted(options)}; options such as horizon belong "
+                         "to the corridor")
+
+
+@register_env("CartPole-v1")
+def _cartpole(num_envs: int, seed: int, max_episode_steps: int = 500, **options):
+    _no_options("CartPole-v1", options)
+    return CartPole(num_envs, max_episode_steps=max_episode_steps, seed=seed)
+
+
+@register_env("Acrobot-v1")
+def _acrobot(num_envs: int, seed: int, **options):
+    _no_options("Acrobot-v1", options)
+    return GymVecEnv("Acrobot-v1", num_envs, seed=seed)
+
+
+@register_env("MountainCar-v0")
+def _mountaincar(num_envs: int, seed: int, **options):
+    _no_options("MountainCar-v0", options)
+    return GymVecEnv("MountainCar-v0", num_envs, seed=seed)
+
+
+@register_env("corridor")
+def _corridor(num_envs: int, seed: int, horizon: int = 50, observe_progress: bool = True,
+              reward_noise: float = 0.0):
+    return Corridor(num_envs, horizon=horizon, observe_progress=observe_progress,
+                    reward_noise=reward_noise, seed=seed)

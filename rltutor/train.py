@@ -1,0 +1,603 @@
+"""One trainer for PPO, GRPO and their relatives: any advantage estimator x any policy loss.
+
+Chapters: *PPO* (02), *GRPO* (03), *Long horizons in practice* (05), *the GRPO family* (10).
+
+PPO and GRPO are not two programs. Both repeat: collect a batch, score it, turn scores into
+advantages, then take a few clipped gradient steps. They differ only in settings of one
+:class:`Config`: where advantages come from (``estimator``: GAE with a critic, or a group baseline
+without one), how the per-token loss is reduced (``agg``), how episodes are collected (``rollout``).
+:data:`ALGORITHMS` names those settings; :func:`make_config` turns a name plus overrides into a
+``Config``::
+
+    cfg = make_config("grpo", env="corridor", env_options={"horizon": 200}, total_steps=50_000)
+    history = Trainer(cfg).train()          # a pandas DataFrame, one row per update
+
+One update (:meth:`Trainer.update`), with the paper's symbols:
+
+1. (optional, DAPO) dynamic sampling: drop every group whose scores are all equal; its advantages
+   would be 0 and it would only dilute the batch.
+2. (optional) KL to a frozen reference policy pi_ref. ``kl_in_reward=True`` (PPO/RLHF style):
+   r_t <- r_t - beta * KL_t before the estimator, so the penalty flows through GAE.
+   ``kl_in_reward=False`` (GRPO style): + beta * agg(k3) added to the loss.
+3. Advantages A_t and returns R_t from ``rltutor.advantages.compute_advantages(estimator, ...)``.
+   Optional whitening of A over the batch (``norm_adv="batch"``) or per minibatch (``"minibatch"``,
+   CleanRL's choice).
+4. ``epochs`` passes over the rows, each split into ``minibatches`` random minibatches of rows. For
+   each: L = L_policy(rho, A) - c_ent * H + c_v * L_value (+ beta * KL), gradient norm clipped to
+   ``max_grad_norm``, one Adam step. With ``target_kl`` set, stop the epochs early once the mean
+   approx KL of an epoch exceeds it (CleanRL's rule).
+
+Implementation details (numbered as in CleanRL's docs, "The 37 Implementation Details of PPO")
+
+1. Adam with eps = 1e-5, learning rate annealed linearly to 0 over ``total_steps`` env steps.
+2. Minibatches are sets of *rows* (episodes or episode pieces), not of single steps, so a row's
+   steps stay together: what aggregation modes such as "seq-mean-token-mean" need.
+3. The value loss is clipped around the old values when ``vf_clip`` is set (CleanRL default 0.2)
+   and reduced by token mean whatever ``agg`` is; the entropy bonus uses ``agg``.
+4. A non-finite policy output or loss stops training with :class:`FloatingPointError` *before*
+   the optimizer step, so the policy in memory and the last checkpoint stay good.
+5. The same seed gives the same metrics on CPU: one ``torch.Generator`` drives sampling and
+   minibatch shuffling, the environments own seeded numpy generators, and checkpoints save all of
+   them, so a resumed run continues exactly like the uninterrupted one.
+
+Deviations: DAPO resamples until the batch is full of informative groups; we only drop (the batch
+shrinks). The value loss always uses token-mean (see 3).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from rltutor.advantages import ESTIMATORS, GROUP_METHODS, compute_advantages, discounted_returns, whiten
+from rltutor.envs import ENVS, make_env
+from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES, aggregate, kl_penalty, policy_loss, value_loss
+from rltutor.utils import check_choice, get_device, seed_everything
+
+__all__ = ["Config", "ALGORITHMS", "make_config", "list_algorithms", "build", "Trainer", "CHECKPOINT_FORMAT"]
+
+CHECKPOINT_FORMAT = "rltutor-checkpoint-v1"
+ROLLOUTS = ("segments", "episodes")
+NORM_ADV = ("none", "batch", "minibatch")
+
+
+@dataclass
+class Config:
+    """Every setting of a training run. Defaults are CleanRL ``ppo.py``'s, unless a preset overrides them."""
+
+    algo: str = "ppo"
+    """the preset these settings started from (see ALGORITHMS); a label, it changes nothing by itself"""
+    env: str = "CartPole-v1"
+    """a registered environment name (rltutor.envs.list_envs())"""
+    env_options: dict = field(default_factory=dict)
+    """keyword options for the environment, e.g. {"horizon": 200} for the corridor"""
+    seed: int = 1
+    """seeds the policy initialization, the action sampling, the shuffling and the environments"""
+    total_steps: int = 100_000
+    """training budget in environment steps (for language models: generated tokens)"""
+    device: str = "cpu"
+    """"cpu", "cuda", "mps" or "auto" (cuda, then mps, then cpu); small MLPs are fastest on cpu"""
+    torch_threads: int | None = 1
+    """torch.set_num_threads at start; small MLPs run fastest on one thread; None leaves it alone"""
+
+    # --- collection -----------------------------------------------------------------------------
+    rollout: str = "segments"
+    """"segments": fixed-length pieces from each env copy (PPO); "episodes": complete episodes in groups (GRPO)"""
+    num_envs: int = 4
+    """environment copies for "segments" collection"""
+    num_steps: int = 128
+    """steps per copy per update for "segments" collection"""
+    group_size: int = 8
+    """G: episodes per group for "episodes" collection (GRPO needs G >= 2)"""
+    num_groups: int = 4
+    """groups per update for "episodes" collection"""
+    same_seed: bool = True
+    """episodes of a group start from one reset seed (same prompt) or each from its own (batch grouping)"""
+
+    # --- model ------------------------------------------------------------------------------------
+    hidden: tuple[int, ...] = (64, 64)
+    """hidden layer sizes of the MLP"""
+    shared_trunk: bool = False
+    """actor and critic share one trunk"""
+    critic: bool = True
+    """learn a value function V(s) (PPO) or not (GRPO, REINFORCE)"""
+
+    # --- advantages -------------------------------------------------------------------------------
+    estimator: str = "gae"
+    """a registered advantage estimator (rltutor.advantages.list_estimators())"""
+    gamma: float = 0.99
+    """discount factor"""
+    lam: float = 0.95
+    """GAE lambda: 0 = one-step TD (low variance, biased), 1 = Monte Carlo (unbiased, noisy)"""
+    norm_adv: str = "minibatch"
+    """whiten advantages: "none", over the whole "batch", or per "minibatch" (CleanRL)"""
+
+    # --- loss -------------------------------------------------------------------------------------
+    loss: str = "ppo"
+    """a registered policy loss (rltutor.losses.list_policy_losses())"""
+    clip_low: float = 0.2
+    """epsilon below 1 of the ratio clip"""
+    clip_high: float = 0.2
+    """epsilon above 1 of the ratio clip (DAPO's clip-higher: 0.28)"""
+    dual_clip: float | None = None
+    """dual-clip constant c > 1 capping the loss of negative-advantage tokens (ppo loss only)"""
+    agg: str = "token-mean"
+    """how per-token losses become a scalar (rltutor.losses.AGG_MODES)"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient"""
+    vf_coef: float = 0.5
+    """value loss coefficient"""
+    vf_clip: float | None = 0.2
+    """clip the value prediction around its old value by this much (None: no clipping)"""
+    kl_coef: float = 0.0
+    """beta, the weight of KL(pi || pi_ref) to the frozen initial policy (0: no reference)"""
+    kl_kind: str = "k3"
+    """KL estimator: "k1", "k2" or "k3" (rltutor.losses.kl_penalty)"""
+    kl_in_reward: bool = False
+    """True: -beta*KL per token added to the rewards (PPO/RLHF); False: beta*KL added to the loss (GRPO)"""
+    dynamic_sampling: bool = False
+    """drop groups whose scores are all equal before the update (DAPO)"""
+
+    # --- optimization -----------------------------------------------------------------------------
+    lr: float = 2.5e-4
+    """Adam learning rate"""
+    anneal_lr: bool = True
+    """decay the learning rate linearly to 0 over total_steps"""
+    epochs: int = 4
+    """passes over each batch"""
+    minibatches: int = 4
+    """minibatches (of rows) per pass"""
+    max_grad_norm: float | None = 0.5
+    """clip the global gradient norm to this (None: no clipping)"""
+    target_kl: float | None = None
+    """stop the epochs of an update early once an epoch's mean approx KL exceeds this"""
+
+    # --- derived (computed, not set) ----------------------------------------------------------------
+    rollout_envs: int = field(init=False)
+    """environment copies the collector needs: num_envs, or group_size * num_groups"""
+    uses_groups: bool = field(init=False)
+    """the estimator is group-relative (needs groups of G >= 2)"""
+
+    def __post_init__(self):
+        self.hidden = tuple(int(h) for h in self.hidden)
+        check_choice("environment", self.env, ENVS)
+        check_choice("rollout", self.rollout, ROLLOUTS)
+        check_choice("advantage estimator", self.estimator, ESTIMATORS)
+        check_choice("policy loss", self.loss, POLICY_LOSSES)
+        check_choice("aggregation mode", self.agg, AGG_MODES)
+        check_choice("norm_adv", self.norm_adv, NORM_ADV)
+        check_choice("kl_kind", self.kl_kind, KL_KINDS)
+        for name in ("total_steps", "num_envs", "num_steps", "group_size", "num_groups", "epochs", "minibatches"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.lam <= 1.0):
+            raise ValueError(f"gamma and lam must lie in [0, 1], got gamma={self.gamma}, lam={self.lam}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")
+        self.uses_groups = self.estimator in GROUP_METHODS
+        if self.uses_groups and self.group_size < 2:
+            raise ValueError(f"the {self.estimator!r} estimator compares each episode with the others of its "
+                             f"group, so it needs group_size >= 2, got group_size={self.group_size}; a group "
+                             "of one has advantage 0 (or 0/0): set group_size=8, say")
+        if self.uses_groups and self.rollout != "episodes":
+            raise ValueError(f"the {self.estimator!r} estimator scores complete episodes in groups; set "
+                             f"rollout='episodes' (got rollout={self.rollout!r})")
+        if self.estimator == "gae" and not self.critic:
+            raise ValueError("the 'gae' estimator needs a critic: set critic=True or pick a critic-free "
+                             f"estimator ({', '.join(sorted(set(ESTIMATORS) - {'gae'}))})")
+        self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Config:
+        """Rebuild a Config from :meth:`to_dict` output (derived fields are recomputed)."""
+        init = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(d) - init - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown config fields {unknown}; valid: {', '.join(sorted(init))}")
+        return cls(**{k: v for k, v in d.items() if k in init})
+
+
+# Algorithms are named sets of overrides of one Config: one loop, many presets.
+_GROUP = dict(rollout="episodes", critic=False, norm_adv="none", ent_coef=0.0, vf_clip=None, epochs=1,
+              minibatches=4, lr=1e-3, gamma=1.0)
+ALGORITHMS: dict[str, dict] = {
+    # PPO (Schulman et al. 2017) with a critic and GAE. The defaults of Config are CleanRL's ppo.py.
+    "ppo": dict(),
+    # GRPO (Shao et al. 2024, DeepSeekMath): no critic, A_i = (r_i - mean_g) / std_g on every step,
+    # loss averaged per sequence then over sequences. DeepSeekMath also adds beta=0.04 * k3 toward an
+    # SFT reference; from scratch in control there is no reference worth staying near, so kl_coef=0.
+    "grpo": dict(_GROUP, estimator="grpo", agg="seq-mean-token-mean"),
+    # Dr.GRPO (Liu et al. 2025): no std division, constant normalizer instead of 1/|o|.
+    "dr_grpo": dict(_GROUP, estimator="dr_grpo", agg="seq-mean-token-sum-norm"),
+    # DAPO (Yu et al. 2025): clip-higher, token-mean, dynamic sampling.
+    "dapo": dict(_GROUP, estimator="grpo", agg="token-mean", clip_high=0.28, dynamic_sampling=True),
+    # GSPO (Zheng et al. 2025): sequence-level ratio with tiny clip ranges.
+    "gspo": dict(_GROUP, estimator="grpo", loss="gspo", clip_low=3e-4, clip_high=4e-4,
+                 agg="seq-mean-token-mean"),
+    # GMPO (Zhao et al. 2025): geometric mean of token ratios, clip 0.4 in log space.
+    "gmpo": dict(_GROUP, estimator="grpo", loss="gmpo", clip_low=0.4, clip_high=0.4),
+    # CISPO (MiniMax-M1 2025): clipped, stop-gradient IS weight times log pi.
+    "cispo": dict(_GROUP, estimator="grpo", loss="cispo", clip_low=1.0, clip_high=4.0, agg="token-mean"),
+    # RLOO (Ahmadian et al. 2024): leave-one-out baseline, plain policy gradient, one step per batch.
+    "rloo": dict(_GROUP, estimator="rloo", loss="reinforce", minibatches=1, agg="token-mean"),
+    # REINFORCE (Williams 1992): return-to-go, no baseline, one step per batch.
+    "reinforce": dict(_GROUP, estimator="reinforce", loss="reinforce", minibatches=1, group_size=1,
+                      num_groups=16, agg="token-mean"),
+    # REINFORCE++ (Hu 2025): return-to-go whitened over the batch.
+    "reinforce_pp": dict(_GROUP, estimator="reinforce_pp", loss="ppo", group_size=1, num_groups=16,
+                         agg="token-mean"),
+}
+
+
+def list_algorithms() -> list[str]:
+    return sorted(ALGORITHMS)
+
+
+def make_config(algo: str = "ppo", **overrides) -> Config:
+    """The preset ``algo`` with ``overrides`` applied, e.g. ``make_config("grpo", group_size=16)``."""
+    check_choice("algorithm", algo, ALGORITHMS)
+    fields = {f.name for f in dataclasses.fields(Config) if f.init}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(f"unknown config fields {unknown}; valid: {', '.join(sorted(fields))}")
+    return Config(**{**ALGORITHMS[algo], "algo": algo, **overrides})
+
+
+def build(config: Config):
+    """The policy and collector a config asks for.
+
+    For vector environments: an :class:`~rltutor.models.MLPActorCritic` and a
+    :class:`~rltutor.rollout.SegmentCollector` or :class:`~rltutor.rollout.EpisodeCollector`. An
+    environment object with a ``build(config)`` method (e.g. a token task) builds its own pair.
+    """
+    from rltutor.models import MLPActorCritic
+    from rltutor.rollout import EpisodeCollector, SegmentCollector
+
+    env = make_env(config.env, num_envs=config.rollout_envs, seed=config.seed, **config.env_options)
+    if hasattr(env, "build"):
+        return env.build(config)
+    policy = MLPActorCritic(env.obs_dim, env.n_actions, hidden=config.hidden, shared=config.shared_trunk,
+                            critic=config.critic)
+    if config.rollout == "segments":
+        collector = SegmentCollector(env, num_steps=config.num_steps, gamma=config.gamma)
+    else:
+        collector = EpisodeCollector(env, group_size=config.group_size, same_seed=config.same_seed,
+                                     seed=config.seed, gamma=config.gamma)
+    return policy, collector
+
+
+def _finite(**tensors: torch.Tensor | None) -> str | None:
+    """Name of the first tensor holding NaN/inf, or None."""
+    for name, t in tensors.items():
+        if t is not None and not torch.isfinite(t).all():
+            return name
+    return None
+
+
+def _explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
+    """1 - Var(R - V) / Var(R) over valid steps: 1 = perfect critic, 0 = no better than a constant."""
+    m = mask.bool()
+    y, v = returns[m], values[m]
+    var_y = y.var() if y.numel() > 1 else torch.tensor(float("nan"))
+    return float("nan") if not var_y > 0 else float(1 - (y - v).var() / var_y)
+
+
+class Trainer:
+    """The one training loop. ``Trainer(config)`` builds policy and collector from the config;
+    ``Trainer(config, policy, collector)`` uses yours (e.g. a language model and its sampler)."""
+
+    def __init__(self, config: Config, policy=None, collector=None):
+        if not isinstance(config, Config):
+            raise ValueError(f"config must be an rltutor.train.Config, got {type(config).__name__}; "
+                             "use make_config('ppo', ...)")
+        if (policy is None) != (collector is None):
+            raise ValueError("give both policy and collector, or neither (then both are built from the config)")
+        self.config = config
+        if config.torch_threads is not None:
+            torch.set_num_threads(config.torch_threads)
+        self.generator = seed_everything(config.seed)  # drives action sampling and minibatch shuffling
+        if policy is None:
+            policy, collector = build(config)
+        self.device = get_device(None if config.device == "auto" else config.device)
+        self.policy = policy.to(self.device)
+        self.collector = collector
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5)
+        self.ref_policy = None
+        if config.kl_coef > 0:  # a frozen copy of the initial policy: pi_ref
+            self.ref_policy = copy.deepcopy(self.policy).requires_grad_(False).eval()
+        self.update_idx = 0  # updates done
+        self.env_steps = 0  # environment steps collected
+        self.elapsed = 0.0  # wall-clock seconds spent in step()
+        self.history: list[dict] = []  # one dict of metrics per update
+        self.episodes: list[dict] = []  # every finished episode: env_steps, return, length, time_s
+
+    # ------------------------------------------------------------------------------------------
+    # One update
+    # ------------------------------------------------------------------------------------------
+
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Advantages, then ``epochs`` x ``minibatches`` gradient steps on one batch; returns metrics."""
+        c = self.config
+        batch = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+        missing = [k for k in ("actions", "logp", "mask", "rewards", "group_ids") if k not in batch]
+        if missing:
+            raise ValueError(f"the batch lacks {missing}; a collector must return the keys of notes/CONTRACT.md")
+        bad = _finite(logp=batch["logp"], rewards=batch["rewards"], values=batch.get("values"))
+        if bad:
+            raise FloatingPointError(f"update {self.update_idx}: the collected {bad} hold NaN or inf; training "
+                                     "stopped before any parameter changed (check the environment's rewards "
+                                     "and the policy's outputs; try a lower lr)")
+        metrics: dict[str, float] = {}
+
+        # 1. Dead groups (all scores equal -> every advantage 0) and, for DAPO, dropping them.
+        scores = (batch["rewards"] * batch["mask"]).sum(1)  # (B,) one score per row
+        _, inv, counts = torch.unique(batch["group_ids"], return_inverse=True, return_counts=True)
+        g_max = torch.full((len(counts),), -math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amax")
+        g_min = torch.full((len(counts),), math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amin")
+        dead = (g_max - g_min).abs() < 1e-8  # (n_groups,)
+        real = counts >= 2  # groups of one (PPO's episode pieces) are not groups
+        metrics["zero_std_frac"] = float(dead[real].float().mean()) if real.any() else float("nan")
+        if c.dynamic_sampling and real.any():
+            keep = ~dead[inv]  # (B,) rows of live groups
+            if not keep.any():
+                return {**metrics, "rows": 0.0}  # nothing to learn from: skip the update
+            batch = {k: v[keep] if isinstance(v, torch.Tensor) and v.shape[:1] == keep.shape else v
+                     for k, v in batch.items()}
+        mask, rewards = batch["mask"], batch["rewards"]
+        metrics["rows"] = float(mask.shape[0])
+
+        # 2. KL to the reference policy: in the reward (flows through the estimator) or in the loss.
+        ref_logp = None
+        if c.kl_coef > 0:
+            ref_logp = batch.get("ref_logp")
+            if ref_logp is None:
+                with torch.no_grad():
+                    ref_logp = self.ref_policy.evaluate(batch)["logp"]  # log pi_ref(a_t|s_t), (B, T)
+            kl = kl_penalty(batch["logp"], ref_logp, c.kl_kind) * mask  # (B, T) under the sampling policy
+            metrics["kl_ref"] = float(kl.sum() / mask.sum())
+            if c.kl_in_reward:
+                rewards = rewards - c.kl_coef * kl  # r_t <- r_t - beta * KL_t
+
+        # 3. Advantages A_t and returns R_t.
+        values = batch.get("values")
+        adv, returns = compute_advantages(c.estimator, rewards=rewards, mask=mask, values=values,
+                                          group_ids=batch["group_ids"], gamma=c.gamma, lam=c.lam)
+        if returns is None:
+            returns = discounted_returns(rewards, mask, c.gamma)
+        if c.norm_adv == "batch":
+            adv = whiten(adv, mask)
+        if values is not None:
+            metrics["explained_variance"] = _explained_variance(values, returns, mask)
+
+        # 4. Epochs of minibatch gradient steps over rows.
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        B = mask.shape[0]
+        mb_size = math.ceil(B / c.minibatches)
+        sums: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
+                                                         "clip_frac", "grad_norm", "loss")}
+        epochs_run = 0
+        for _epoch in range(c.epochs):
+            perm = torch.randperm(B, generator=self.generator).to(self.device)
+            epoch_kl = []
+            for start in range(0, B, mb_size):
+                idx = perm[start:start + mb_size]
+                mb = {k: v[idx] if isinstance(v, torch.Tensor) and v.shape[:1] == (B,) else v
+                      for k, v in batch.items()}
+                m = mb["mask"]
+                if m.sum() < 1:
+                    continue
+                a = adv[idx]
+                if c.norm_adv == "minibatch" and m.sum() > 1:
+                    a = whiten(a, m)
+                out = self.policy.evaluate(mb)  # logp, entropy, values at the stored actions
+                bad = _finite(logp=out["logp"], entropy=out["entropy"], values=out.get("values"))
+                if bad:
+                    raise FloatingPointError(
+                        f"update {self.update_idx}: the policy's {bad} became NaN or inf; training stopped before "
+                        "the optimizer step, so the last checkpoint is untouched (try a lower lr or "
+                        "max_grad_norm)")
+                pl, st = policy_loss(out["logp"], mb["logp"], a, m, kind=c.loss, clip_low=c.clip_low,
+                                     clip_high=c.clip_high, dual_clip=c.dual_clip, agg=c.agg)
+                entropy = aggregate(out["entropy"], m, c.agg)  # H[pi(.|s_t)]
+                loss = pl - c.ent_coef * entropy  # L = L_pi - c_ent * H
+                vl = None
+                if self.policy.has_critic:
+                    vl = value_loss(out["values"], mb["values"] if "values" in mb else out["values"].detach(),
+                                    returns[idx], m, clip=c.vf_clip if "values" in mb else None)
+                    loss = loss + c.vf_coef * vl  # + c_v * 1/2 (V - R)^2
+                if ref_logp is not None and not c.kl_in_reward:
+                    loss = loss + c.kl_coef * aggregate(kl_penalty(out["logp"], ref_logp[idx], c.kl_kind), m, c.agg)
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(
+                        f"update {self.update_idx}: the loss is {loss.item()} (policy loss {pl.item()}, value loss "
+                        f"{None if vl is None else vl.item()}); training stopped before the optimizer step, so "
+                        "the last checkpoint is untouched (try a lower lr or max_grad_norm)")
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                max_norm = c.max_grad_norm if c.max_grad_norm is not None else math.inf
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+                self.optimizer.step()
+                for k, v in (("policy_loss", pl.item()), ("value_loss", math.nan if vl is None else vl.item()),
+                             ("entropy", entropy.item()), ("approx_kl", st["approx_kl"]),
+                             ("clip_frac", st["clip_frac"]), ("grad_norm", grad_norm.item()), ("loss", loss.item())):
+                    sums[k].append(v)
+                epoch_kl.append(st["approx_kl"])
+            epochs_run += 1
+            if c.target_kl is not None and epoch_kl and np.mean(epoch_kl) > c.target_kl:
+                break  # early stop: the policy moved far enough from pi_old
+        for k, v in sums.items():
+            metrics[k] = float(np.mean(v)) if v else float("nan")
+        metrics["epochs_run"] = float(epochs_run)
+        return metrics
+
+    # ------------------------------------------------------------------------------------------
+    # The loop
+    # ------------------------------------------------------------------------------------------
+
+    def step(self) -> dict:
+        """Collect one batch, update once, append and return the metrics."""
+        c = self.config
+        t0 = time.perf_counter()
+        lr = c.lr * max(0.0, 1.0 - self.env_steps / c.total_steps) if c.anneal_lr else c.lr
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr  # linear annealing: lr_k = lr_0 * (1 - steps / total_steps)
+        self.policy.eval()
+        batch, info = self.collector.collect(self.policy, self.generator)
+        self.policy.train()
+        self.env_steps += int(info["env_steps"])
+        metrics = self.update(batch)
+        self.update_idx += 1
+        self.elapsed += time.perf_counter() - t0
+        rets = [float(r) for r in info["episode_returns"]]
+        lens = info.get("episode_lengths", [math.nan] * len(rets))
+        for r, n in zip(rets, lens, strict=True):
+            self.episodes.append({"env_steps": self.env_steps, "return": r, "length": n, "time_s": self.elapsed})
+        recent = [e["return"] for e in self.episodes[-10:]]
+        row = {"update": self.update_idx, "env_steps": self.env_steps,
+               "episode_return": float(np.mean(rets)) if rets else float("nan"),
+               "episodes": len(rets), "return_last10": float(np.mean(recent)) if recent else float("nan"),
+               **metrics, "lr": lr, "time_s": self.elapsed}
+        self.history.append(row)
+        return row
+
+    def train(self, total_steps: int | None = None, progress: bool = True, checkpoint: str | None = None,
+              checkpoint_every: int = 10):
+        """Run until ``total_steps`` env steps (default: the config's); return the history as a DataFrame.
+
+        With ``checkpoint`` set, save there every ``checkpoint_every`` updates and at the end.
+        """
+        from tqdm.auto import tqdm
+
+        total = self.config.total_steps if total_steps is None else int(total_steps)
+        with tqdm(total=total, initial=min(self.env_steps, total), disable=not progress, unit="step",
+                  desc=f"{self.config.algo} {self.config.env}") as bar:
+            while self.env_steps < total:
+                before = self.env_steps
+                row = self.step()
+                bar.update(min(self.env_steps, total) - min(before, total))
+                bar.set_postfix(ret=f"{row['return_last10']:.3g}", refresh=False)
+                if checkpoint and self.update_idx % checkpoint_every == 0:
+                    self.save(checkpoint)
+        if checkpoint:
+            self.save(checkpoint)
+        return self.history_frame()
+
+    def history_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.history)
+
+    # ------------------------------------------------------------------------------------------
+    # Checkpoints
+    # ------------------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "config": self.config.to_dict(),
+            "policy": self.policy.state_dict(),
+            "ref_policy": None if self.ref_policy is None else self.ref_policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "numpy_rng": np.random.get_state(),
+            "python_rng": random.getstate(),
+            "collector": self.collector.state_dict(),
+            "update_idx": self.update_idx,
+            "env_steps": self.env_steps,
+            "elapsed": self.elapsed,
+            "history": self.history,
+            "episodes": self.episodes,
+        }
+
+    def save(self, path: str) -> None:
+        """Write a checkpoint atomically (a temporary file, then a rename): a crash never leaves half a file."""
+        path = os.fspath(path)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+
+    @staticmethod
+    def read_checkpoint(path: str) -> dict:
+        """Read and sanity-check a checkpoint file; raise ValueError if it is corrupt or foreign.
+
+        Checkpoints hold pickled environment state, so load only files you made yourself.
+        """
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=False)
+        except FileNotFoundError:
+            raise
+        except Exception as e:  # truncated file, random bytes, wrong pickle...
+            raise ValueError(f"{path} is not a readable rltutor checkpoint ({type(e).__name__}: {e}); "
+                             "it may be truncated or corrupt: use an earlier checkpoint") from None
+        if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not an rltutor checkpoint (expected format {CHECKPOINT_FORMAT!r})")
+        keys = ("config", "policy", "optimizer", "generator", "collector", "update_idx", "env_steps", "history")
+        missing = [k for k in keys if k not in state]
+        if missing:
+            raise ValueError(f"{path} lacks {missing}: it is incomplete; use an earlier checkpoint")
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore everything from :meth:`state_dict`; checks first, so a mismatch changes nothing."""
+        mine = self.config.to_dict()
+        theirs = state["config"]
+        differ = sorted(k for k in mine if k not in ("total_steps",) and k in theirs and mine[k] != theirs[k]
+                        and not (isinstance(mine[k], tuple) and list(mine[k]) == list(theirs[k])))
+        if differ:
+            raise ValueError(f"the checkpoint was made with a different config ({', '.join(differ)} differ, e.g. "
+                             f"{differ[0]}={theirs[differ[0]]!r} vs {mine[differ[0]]!r}); resume with its config "
+                             "(Trainer.load(path))")
+        own = self.policy.state_dict()
+        ckpt = state["policy"]
+        wrong = sorted(set(own) ^ set(ckpt)) + sorted(k for k in own if k in ckpt and own[k].shape != ckpt[k].shape)
+        if wrong:
+            raise ValueError(f"the checkpoint's policy does not fit this one (parameters {wrong[:4]} are missing "
+                             "or have other shapes); nothing was loaded")
+        # Everything checked: now load.
+        self.policy.load_state_dict(ckpt)
+        if self.ref_policy is not None and state.get("ref_policy") is not None:
+            self.ref_policy.load_state_dict(state["ref_policy"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        np.random.set_state(state["numpy_rng"])
+        random.setstate(state["python_rng"])
+        self.collector.load_state_dict(state["collector"])
+        self.update_idx, self.env_steps = int(state["update_idx"]), int(state["env_steps"])
+        self.elapsed = float(state.get("elapsed", 0.0))
+        self.history = list(state["history"])
+        self.episodes = list(state.get("episodes", []))
+        self.config.total_steps = int(theirs.get("total_steps", self.config.total_steps))
+
+    @classmethod
+    def load(cls, path: str, policy=None, collector=None, **overrides) -> Trainer:
+        """A trainer that continues exactly where the checkpoint at ``path`` stopped.
+
+        ``overrides`` may change only ``total_steps`` (to train longer).
+        """
+        state = cls.read_checkpoint(path)
+        try:
+            config = Config.from_dict(state["config"])
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{path} holds a config this version cannot use: {e}") from None
+        trainer = cls(config, policy, collector)
+        trainer.load_state_dict(state)
+        for k, v in overrides.items():
+            if k != "total_steps":
+                raise ValueError(f"only total_steps may be overridden when resuming, got {k!r}")
+            trainer.config.total_steps = int(v)
+        return trainer
