@@ -75,3 +75,19 @@ def _corridor(num_envs: int, seed: int, horizon: int = 50, observe_progress: boo
               reward_noise: float = 0.0):
     return Corridor(num_envs, horizon=horizon, observe_progress=observe_progress,
                     reward_noise=reward_noise, seed=seed)
+
+
+# Token tasks (chapters 06-10): the entry returns an rltutor.lm.LMEnv, whose build(config) makes a
+# warm-started TinyGPT policy and its sampler. num_envs is unused: config.num_groups x group_size set
+# the batch. Options: the task's (L, reward, max_operand, max_new_tokens) and the model's (see LMEnv).
+def _token_task(name: str) -> Callable:
+    def make(num_envs: int, seed: int, **options):
+        from rltutor.lm import LMEnv
+
+        return LMEnv(name, seed=seed, **options)
+
+    return make
+
+
+register_env("addition")(_token_task("addition"))
+register_env("sequence")(_token_task("sequence"))
