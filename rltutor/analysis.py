@@ -7,17 +7,16 @@ The model: an exactly solvable sequence task
 A trajectory is ``T`` decisions. At step ``t`` (t = 0..T-1) the policy picks one of ``K`` actions
 from its own softmax ``pi_t = softmax(theta_t)``; ``theta`` is a table of logits of shape ``(T, K)``
 (a *time-indexed tabular policy*: one row of logits per step, as a language model has one softmax
-per position). Action 0 is the *good* action (step right in the corridor, the target token in the
+per position). Action 0 is the *good* action (follow the cue in the corridor, the target token in the
 token task); the policy we measure gives it probability ``p`` at every step and spreads ``1 - p``
 evenly over the other ``K - 1``. The task never branches (a wrong step does not change which action
 is good later), which is what makes every quantity below exact and every sample vectorizable.
 
 Three reward rules (``ChainTask.reward``), all with optional Gaussian reward noise of std ``noise``:
 
-* ``"dense"``    (the *corridor*): r_t = 1[a_t good] + noise, every step. The return is the
-  distance walked down the corridor.
-* ``"terminal"`` (the *token task, partial credit*): one reward at the last step,
-  r_{T-1} = (1/T) * #good + noise, the fraction of tokens that match the target.
+* ``"terminal"`` (the *corridor*, and the *token task* with partial credit): one reward at the last
+  step, r_{T-1} = (1/T) * #good + noise, the fraction of good steps (cues followed, tokens right).
+* ``"dense"``    (a corridor that pays as you go): r_t = 1[a_t good] + noise at every step.
 * ``"exact"``    (the *token task, exact match*): r_{T-1} = 1[every token good] + noise. By default
   ``p = 0.5 ** (1/T)``, so the whole answer is right half of the time at every T.
 
@@ -54,10 +53,13 @@ Everything is vectorized over ``(M, B, T)``; the advantages are computed by
 :func:`rltutor.advantages.gae`, :func:`~rltutor.advantages.group_advantages` and
 :func:`~rltutor.advantages.discounted_returns`, the very functions the trainer uses.
 
-Deviations from the corridor environment of the trainer: there, a wrong step may move the agent
-back and the policy sees its position; here the policy sees only the step index and wrong steps do
-not change the future. This keeps the true gradient and the true value function exact; the
-horizon effect the chapter measures (one trajectory-level number shared by T decisions) is the same.
+Relation to the environments: with ``reward="terminal"`` and ``K = 2`` this is exactly the reward of
+:class:`rltutor.envs.corridor.Corridor` (a cue at each step says which action is right; the agent gets
+x_T / T, the fraction of cues it followed, at the end; no early termination), and the exact value
+function is the one a critic that observes the progress x_t / T can learn. The differences: here the
+policy is a table of logits per step instead of an MLP over (cue, t / T, x_t / T), and "good" is
+"followed the cue" (relabelling the actions changes no variance). The token presets mirror the
+``SequenceTask`` of :mod:`rltutor.envs.tokens` (one of 10 digits per position).
 """
 
 from __future__ import annotations
@@ -101,13 +103,17 @@ REWARDS = ("dense", "terminal", "exact")
 ESTIMATOR_NAMES = ("reinforce", "grpo", "dr_grpo", "rloo", "gae", "gae_critic")
 GROUP_NAMES = ("grpo", "dr_grpo", "rloo")
 
-#: Named presets: the corridor (dense progress reward, 2 actions) and two token tasks (vocabulary 8).
-#: The corridor's p = 0.3 (not 0.5): with two actions at p = 1/2 the one-step TD estimate is exactly
-#: constant, a coincidence that would show as an infinite SNR.
+#: Named presets, matching the environments of :mod:`rltutor.envs`:
+#: ``corridor`` is :class:`rltutor.envs.corridor.Corridor` (2 actions: follow the cue or not; one reward
+#: x_T / T at the end); ``corridor_dense`` pays each step's progress at once instead; ``tokens`` and
+#: ``tokens_exact`` are the ``SequenceTask`` of :mod:`rltutor.envs.tokens` (10 digits per position,
+#: reward "fraction" or "exact"). p = 0.6: a policy part-way through training (at exactly p = 1/2 with
+#: two actions the one-step TD estimate is constant, a coincidence that shows as an infinite SNR).
 TASKS = {
-    "corridor": dict(reward="dense", K=2, p=0.3),
-    "tokens": dict(reward="terminal", K=8, p=0.5),
-    "tokens_exact": dict(reward="exact", K=8, p=None),
+    "corridor": dict(reward="terminal", K=2, p=0.6),
+    "corridor_dense": dict(reward="dense", K=2, p=0.6),
+    "tokens": dict(reward="terminal", K=10, p=0.5),
+    "tokens_exact": dict(reward="exact", K=10, p=None),
 }
 
 
@@ -123,7 +129,7 @@ class ChainTask:
     T: int
     """horizon: number of decisions per trajectory (>= 1)"""
     reward: str = "dense"
-    """"dense" (corridor), "terminal" (fraction of good tokens at the end) or "exact" (all good)"""
+    """"terminal" (corridor, tokens: fraction of good steps at the end), "dense" (per step) or "exact" (all good)"""
     K: int = 2
     """actions per step (vocabulary size); action 0 is the good one"""
     p: float | None = 0.5
