@@ -46,6 +46,7 @@ Everything returns plain records (dataclasses, DataFrames) for the notebook's pl
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field, replace
 
@@ -84,6 +85,22 @@ UNBIASED = ("reinforce", "constant", "value", "rloo")
 """Estimators whose expectation is exactly the true gradient."""
 
 DTYPE = torch.float64  # exact gradients and tight Monte Carlo checks; the task is tiny anyway
+
+
+def _single_thread(fn):
+    """Run ``fn`` with one torch thread. The tensors here are tiny (thousands of elements), so
+    threads only add synchronisation; on a busy 2-core machine that cost was measured at 20-40x."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(n)
+
+    return wrapper
 
 
 @dataclass(frozen=True)
@@ -274,6 +291,7 @@ def _bonferroni_p(max_abs_z: float, n: int) -> float:
     return min(1.0, n * math.erfc(max_abs_z / math.sqrt(2)))
 
 
+@_single_thread
 def measure_gradients(config: BanditConfig | None = None, estimators=ESTIMATORS, n_batches: int | None = None,
                       sample_seed: int = 1, scale: str | None = None, eps: float = 1e-6) -> GradientStudy:
     """Measure bias and variance of each estimator at the initial policy, by Monte Carlo.
@@ -374,6 +392,7 @@ def dead_group_fraction(config: BanditConfig | None = None) -> float:
     return (p**G + (1 - p) ** G).mean().item()
 
 
+@_single_thread
 def train_curves(config: BanditConfig | None = None, estimators=ESTIMATORS, steps: int | None = None,
                  lr: float = 50.0, n_seeds: int | None = None, scale: str | None = None,
                  sample_seed: int = 0) -> pd.DataFrame:
@@ -421,6 +440,7 @@ def train_curves(config: BanditConfig | None = None, estimators=ESTIMATORS, step
     return pd.concat(frames, ignore_index=True)
 
 
+@_single_thread
 def surrogate_loss_epochs(config: BanditConfig | None = None, method: str = "grpo", epochs: int = 4,
                           lr: float = 1.0, sample_seed: int = 0) -> pd.DataFrame:
     """Reader questions 1 and 2: the GRPO loss *value* is ~0 (then negative) while its gradient is not 0.
