@@ -1,0 +1,153 @@
+"""Tests of the static explorer: data coverage, the page's controls, its JavaScript (node, chromium)."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rltutor import analysis as an
+from rltutor import explorer as ex
+
+DATA_FILE = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "horizon" / "explorer.json"
+
+
+@pytest.fixture(scope="module")
+def quick():
+    return ex.compute_explorer_data(ex.GRIDS["quick"])
+
+
+def _n_curves(grid):
+    return (len(grid["tasks"]) * len(grid["noise"]) * len(ex.METRICS) * len(ex.ESTIMATOR_LABELS) * len(grid["G"])
+            * len(grid["gamma"]) * len(grid["lam"]) * len(grid["critic_noise"]))
+
+
+def test_data_covers_every_slider_position(quick):
+    assert ex.check_data(quick) == _n_curves(quick["grid"])
+
+
+def test_missing_value_is_reported(quick):
+    bad = json.loads(json.dumps(quick))
+    bad["values"]["corridor"][1]["snr"]["gae_critic"][0][1][0][2] = None
+    with pytest.raises(ValueError, match=r"corridor noise#1 snr gae_critic G#\d gamma#0 lam#1 critic#0"):
+        ex.check_data(bad)
+
+
+def test_stored_numbers_are_the_analysis_numbers(quick):
+    """The page shows what rltutor.analysis computes (same seed, rounded to 4 digits), nothing else."""
+    g = ex.GRIDS["quick"]
+    cell = 1 * len(g.T) + 2  # task 0, noise index 1, T index 2 (cells are numbered in this order)
+    spec = an.EstimatorSpec("gae", gamma=g.gamma[0], lam=g.lam[1])
+    specs = [s for _, s in ex._specs(g)]
+    rows = an.measure_specs(an.make_task("corridor", T=g.T[2], noise=g.noise[1]), specs,
+                            batch_size=g.batch_size, n_batches=g.n_batches, seed=g.seed + cell)
+    row = rows[specs.index(spec)]
+    stored = ex.curve(quick, "corridor", "gae", "snr", noise=1, gamma=0, lam=1)[2]
+    assert stored == pytest.approx(row["snr"], rel=1e-3)
+
+
+def test_html_sliders_offer_exactly_the_grid(quick):
+    html = ex.explorer_html(quick, element_id="rlx-test")
+    sliders = re.findall(r'<input type="range" min="0" max="(\d+)"[^>]*data-grid="(\w+)"', html)
+    assert {g for _, g in sliders} == {"T", "G", "gamma", "lam", "noise", "critic_noise"}
+    for mx, g in sliders:
+        assert int(mx) == len(quick["grid"][g]) - 1
+    assert 'id="rlx-test"' in html and "</script>" in html
+    payload = re.search(r'<script type="application/json" class="rlx-data">(.*?)</script>', html).group(1)
+    assert json.loads(payload.replace("<\\/", "</"))["values"] == quick["values"]
+
+
+def test_bad_grid_values_are_refused():
+    with pytest.raises(ValueError, match="G=1"):
+        ex.ExplorerGrid(G=(1, 2))
+    with pytest.raises(ValueError, match="lam=1.2"):
+        ex.ExplorerGrid(lam=(0.5, 1.2))
+    with pytest.raises(ValueError, match="multiple of the group size G=3"):
+        ex.ExplorerGrid(G=(3,), batch_size=32)
+
+
+NODE_PROBE = r"""
+const data = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const g = data.grid, out = {svgs: 0, bad: 0, changed: {}};
+const show = {}; Object.keys(data.labels).forEach(e => show[e] = true);
+function st(o) { return Object.assign({task: g.tasks[0], noise: 0, metric: 'snr', T: 0, G: 0, gamma: 0, lam: 0,
+                                       crit: 0, show: show}, o); }
+for (const task of g.tasks) for (const metric of data.metrics) for (let noise = 0; noise < g.noise.length; noise++)
+  for (let T = 0; T < g.T.length; T++) for (let G = 0; G < g.G.length; G++)
+  for (let gamma = 0; gamma < g.gamma.length; gamma++)
+    for (let lam = 0; lam < g.lam.length; lam++) for (let crit = 0; crit < g.critic_noise.length; crit++) {
+      const svg = rlxSvg(data, st({task, metric, noise, T, G, gamma, lam, crit}), 600, 360);
+      out.svgs++;
+      const lines = (svg.match(/<polyline/g) || []).length;
+      if (lines !== Object.keys(data.labels).length || /NaN|undefined|Infinity/.test(svg)) out.bad++;
+    }
+const keys = {T: 'T', G: 'G', gamma: 'gamma', lam: 'lam', noise: 'noise', crit: 'critic_noise'};
+for (const [k, gk] of Object.entries(keys)) {
+  if (g[gk].length < 2) continue;
+  out.changed[k] = rlxSvg(data, st({}), 600, 360) !== rlxSvg(data, st({[k]: 1}), 600, 360);
+}
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_javascript_core_draws_every_state_and_every_slider_changes_the_plot(quick, tmp_path):
+    core = ex.JS_CORE
+    assert "rlx core begin" in core and "rlx core end" in core
+    (tmp_path / "d.json").write_text(json.dumps(quick))
+    (tmp_path / "p.js").write_text(core + NODE_PROBE)
+    res = subprocess.run(["node", str(tmp_path / "p.js"), str(tmp_path / "d.json")], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    g = quick["grid"]
+    n_states = (len(g["tasks"]) * len(ex.METRICS) * len(g["noise"]) * len(g["T"]) * len(g["G"]) * len(g["gamma"])
+                * len(g["lam"]) * len(g["critic_noise"]))
+    assert out["svgs"] == n_states and out["bad"] == 0
+    assert out["changed"] and all(out["changed"].values()), out["changed"]
+
+
+BROWSER_PROBE = """<script>
+window.addEventListener('load', function () {
+  var root = document.querySelector('.rlx-explorer'), res = {};
+  function plot() { return root.querySelector('.rlx-plot').innerHTML; }
+  res.lines = root.querySelectorAll('polyline.rlx-line').length;
+  root.querySelectorAll('input[type=range]').forEach(function (el) {
+    if (+el.max < 1) return;
+    var b = plot(); el.value = (+el.value + 1) % (+el.max + 1); el.dispatchEvent(new Event('input'));
+    res[el.dataset.key] = plot() !== b;
+  });
+  var sel = root.querySelector('select[data-key=metric]'), b = plot();
+  sel.value = 'cosine'; sel.dispatchEvent(new Event('change')); res.metric = plot() !== b;
+  document.body.setAttribute('data-result', JSON.stringify(res));
+});
+</script>"""
+
+
+def _browser():
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_browser() is None, reason="no headless chromium installed")
+def test_moving_a_slider_redraws_the_plot_in_a_real_browser(quick, tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text("<!doctype html><meta charset='utf-8'><body>" + ex.explorer_html(quick) + BROWSER_PROBE
+                    + "</body>")
+    res = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r'data-result="([^"]*)"', res.stdout)
+    assert m, res.stderr[-2000:]
+    out = json.loads(m.group(1).replace("&quot;", '"'))
+    assert out.pop("lines") == 4  # the four estimators shown at first
+    assert out and all(out.values()), out
+
+
+@pytest.mark.skipif(not DATA_FILE.exists(), reason="the full explorer data has not been generated")
+def test_committed_full_data_is_complete_small_and_says_how_it_was_made():
+    data = ex.load_data(DATA_FILE)
+    assert data["command"].startswith("python -m rltutor.explorer --scale full")
+    assert ex.check_data(data) == _n_curves(data["grid"])
+    assert DATA_FILE.stat().st_size < 1_500_000
+    assert len(ex.explorer_html(data).encode()) < 3_000_000
