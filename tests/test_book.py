@@ -1,0 +1,199 @@
+"""Tests of the *rendered* book (every test is marked ``book``).
+
+They read the HTML that ``jupyter-book build`` wrote, from the directory in the environment variable
+``RLTUTOR_BOOK_HTML`` (``scripts/test.sh`` builds the book and sets it). Without it they fail with a
+message saying how to build; they never pass silently.
+
+What is checked, page by page:
+
+1. every page listed in ``_toc.yml`` (root, files, and each notebook matched by a glob) was rendered;
+2. every notebook in ``notebooks/`` has a page;
+3. no page shows an error: no traceback output block, no ``Traceback (most recent call last)`` and
+   no ``SomethingError:`` line in any cell output (stdout, stderr or rich text);
+4. every notebook page was executed (has cell outputs) and carries a figure: a local ``<img>`` in a
+   cell output, an inline ``<svg>``, or a Plotly figure;
+5. every notebook page has the "launch on Colab" link for its own notebook on the main branch;
+6. the intro expands GRPO as Group Relative Policy Optimization with its paper (arXiv 2402.03300),
+   and any page that quotes the wrong expansion "Generalized Reward Policy Optimization" says it
+   is wrong;
+7. offline-readable core content: every image is a local file that exists in the build (no
+   remote ``src``), no stylesheet is remote, Plotly (if used) is embedded rather than loaded from
+   a CDN, and the only remote scripts are on an allow-list of progressive enhancements, namely
+   MathJax (which typesets math whose TeX source is in the page, readable without it) and
+   require.js with the Jupyter-widgets embed manager (used only by live ipywidgets views; every
+   chapter also draws its default figure as a static image).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.book
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+COLAB = "https://colab.research.google.com/github/rltutor/rltutor/blob/main/"
+ALLOWED_REMOTE_SCRIPTS = (
+    "https://cdn.jsdelivr.net/npm/mathjax@",  # math typesetting; TeX stays readable offline
+    "https://cdnjs.cloudflare.com/ajax/libs/require.js/",  # loader for widget views
+    "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@",  # live ipywidgets views only
+)
+ERROR_PATTERNS = re.compile(r"Traceback \(most recent call last\)|^\s*[A-Z][A-Za-z]*Error: ", re.M)
+
+
+@pytest.fixture(scope="session")
+def html_dir() -> Path:
+    value = os.environ.get("RLTUTOR_BOOK_HTML")
+    if not value:
+        pytest.fail("RLTUTOR_BOOK_HTML is not set. Build the book first and point the variable at the "
+                    "HTML, e.g.: bash scripts/book.sh && RLTUTOR_BOOK_HTML=$PWD/_build/html "
+                    ".venv/bin/pytest -m book tests  (scripts/test.sh does both)")
+    path = Path(value)
+    if not (path / "index.html").is_file():
+        pytest.fail(f"RLTUTOR_BOOK_HTML={value} has no index.html; build the book with bash scripts/book.sh")
+    return path
+
+
+def _toc_docnames() -> list[str]:
+    """Docnames listed in _toc.yml, with globs expanded against the source tree."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                names.append(str(Path(e["file"]).with_suffix("")))
+            if "glob" in e:
+                for p in sorted(ROOT.glob(e["glob"])):
+                    if p.suffix in (".ipynb", ".md") and ".ipynb_checkpoints" not in p.parts:
+                        names.append(str(p.relative_to(ROOT).with_suffix("")))
+            walk(e.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return names
+
+
+def _soup(path: Path):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@pytest.fixture(scope="session")
+def pages(html_dir) -> dict[str, object]:
+    """Parsed HTML of every page in the toc that was rendered (docname -> soup)."""
+    out = {}
+    for name in _toc_docnames():
+        p = html_dir / f"{name}.html"
+        if p.is_file():
+            out[name] = _soup(p)
+    return out
+
+
+def _notebook_pages(pages):
+    return {n: s for n, s in pages.items() if n.startswith("notebooks/")}
+
+
+def test_every_toc_page_rendered(html_dir):
+    missing = [n for n in _toc_docnames() if not (html_dir / f"{n}.html").is_file()]
+    assert not missing, f"pages listed in _toc.yml but not rendered: {missing}"
+
+
+def test_every_notebook_has_a_page(html_dir):
+    assert NOTEBOOKS, "notebooks/ holds no .ipynb"
+    missing = [nb.name for nb in NOTEBOOKS if not (html_dir / "notebooks" / f"{nb.stem}.html").is_file()]
+    assert not missing, f"notebooks without a rendered page (check the glob in _toc.yml): {missing}"
+
+
+def test_no_error_output(pages):
+    bad = {}
+    for name, soup in pages.items():
+        if soup.select(".output.traceback, .output.error"):
+            bad[name] = "traceback output block"
+            continue
+        for out in soup.select(".cell_output"):
+            text = out.get_text("\n")
+            m = ERROR_PATTERNS.search(text)
+            if m:
+                bad[name] = text[max(0, m.start() - 200): m.end() + 200]
+                break
+    assert not bad, f"error output in rendered pages: {bad}"
+
+
+def test_notebook_pages_are_executed_and_have_figures(html_dir, pages):
+    nb_pages = _notebook_pages(pages)
+    assert nb_pages, "no notebook pages in the toc"
+    for name, soup in nb_pages.items():
+        outputs = soup.select(".cell_output")
+        assert outputs, f"{name}: no cell outputs; was the notebook executed at build time?"
+        figures = [img for o in outputs for img in o.find_all("img")]
+        svgs = [s for o in outputs for s in o.find_all("svg")]
+        plotly = soup.select("div.plotly-graph-div")
+        assert figures or svgs or plotly, f"{name}: no figure (img, svg or plotly) in any cell output"
+
+
+def test_colab_launch_link_on_notebook_pages(pages):
+    for name, soup in _notebook_pages(pages).items():
+        want = f"{COLAB}{name}.ipynb"
+        hrefs = [a["href"] for a in soup.find_all("a", href=True)]
+        assert want in hrefs, f"{name}: no Colab launch link {want}"
+
+
+def test_intro_states_grpo_expansion(pages):
+    text = " ".join(pages["book/intro"].get_text(" ").split())
+    assert "Group Relative Policy Optimization" in text
+    assert "2402.03300" in text
+    assert "Shao" in text
+
+
+def test_wrong_grpo_expansion_only_quoted_as_wrong(pages):
+    for name, soup in pages.items():
+        text = " ".join(soup.get_text(" ").split())
+        for m in re.finditer("Generali[sz]ed Reward Policy Optimi[sz]ation", text):
+            window = text[max(0, m.start() - 300): m.end() + 300].lower()
+            assert "wrong" in window or "incorrect" in window, (
+                f"{name} expands GRPO as 'Generalized Reward Policy Optimization' without saying it is "
+                "wrong; GRPO is Group Relative Policy Optimization (Shao et al. 2024)")
+
+
+def test_core_content_does_not_need_a_cdn(html_dir, pages):
+    problems = []
+    for name, soup in pages.items():
+        page_dir = (html_dir / name).parent
+        for img in soup.find_all("img"):
+            src = img.get("src", "")
+            if src.startswith(("http://", "https://", "//")):
+                problems.append(f"{name}: remote image {src}")
+            elif not src.startswith("data:") and not (page_dir / src).resolve().is_file():
+                problems.append(f"{name}: image file missing {src}")
+        for link in soup.find_all("link", href=True):
+            if "stylesheet" in (link.get("rel") or []) and link["href"].startswith(("http", "//")):
+                problems.append(f"{name}: remote stylesheet {link['href']}")
+        for script in soup.find_all("script", src=True):
+            src = script["src"]
+            if src.startswith(("http", "//")) and not src.startswith(ALLOWED_REMOTE_SCRIPTS):
+                problems.append(f"{name}: remote script {src}")
+    assert not problems, "\n".join(problems)
+
+
+def test_math_source_is_in_the_page(pages):
+    # MathJax typesets in the browser; the TeX must be in the HTML (readable if the CDN is unreachable)
+    intro = pages["book/intro"]
+    maths = intro.select(".math")
+    assert maths, "no math in the intro"
+    assert any("\\pi_\\theta" in m.get_text() for m in maths)
+
+
+def test_citations_resolve(pages):
+    intro = pages["book/intro"]
+    text = intro.get_text(" ")
+    assert "??" not in text
+    cites = [a for a in intro.find_all("a", href=True) if "references.html#" in a["href"]]
+    assert len(cites) >= 5, "the intro's citations do not link into the references page"
