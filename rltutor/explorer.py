@@ -54,7 +54,7 @@ class ExplorerGrid:
 
     tasks: tuple[str, ...] = ("corridor", "tokens", "corridor_dense")
     """task presets of :data:`rltutor.analysis.TASKS`"""
-    T: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+    T: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
     """horizons (the x axis; the T slider moves the marker)"""
     G: tuple[int, ...] = (2, 4, 8, 16, 32)
     """group sizes; each must divide batch_size"""

@@ -151,3 +151,42 @@ def test_committed_full_data_is_complete_small_and_says_how_it_was_made():
     assert ex.check_data(data) == _n_curves(data["grid"])
     assert DATA_FILE.stat().st_size < 1_500_000
     assert len(ex.explorer_html(data).encode()) < 3_000_000
+
+
+# ----------------------------------------------------------------------------------------------
+# The live (kernel) explorer of rltutor.widgets
+# ----------------------------------------------------------------------------------------------
+
+
+def test_live_explorer_frame_and_plot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rltutor import widgets
+
+    df = widgets.explorer_frame("tokens", horizons=(1, 8), n_batches=8, estimators=("grpo", "gae"))
+    assert set(df["name"]) == {"grpo", "gae"} and set(df["T"]) == {1, 8}
+    ax = widgets.plot_explorer(df, "cosine", T_marker=8)
+    assert len(ax.get_lines()) == 3  # two estimators and the marker
+    with pytest.raises(ValueError, match="G=1"):
+        widgets.explorer_frame(G=1, estimators=("grpo",))
+    with pytest.raises(ValueError, match="lam=2"):
+        widgets.explorer_frame(lam=2)
+    with pytest.raises(ValueError, match="G=3.*pick G dividing"):
+        widgets.explorer_frame(G=3, estimators=("rloo",))
+
+
+def test_live_explorer_builds_and_redraws_on_a_slider_change():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rltutor import widgets
+
+    box = widgets.horizon_explorer(n_batches=4)
+    controls = box.children[0].children[0].children
+    assert box.state["redraws"] == 1 and box.state["error"] is None
+    first = box.state["frame"]
+    lam = next(c for c in controls if c.description == "GAE \u03bb")
+    lam.value = 0.5
+    assert box.state["redraws"] == 2 and box.state["error"] is None
+    assert set(box.state["frame"]["lam"]) == {0.5} and set(first["lam"]) == {0.95}
