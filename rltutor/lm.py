@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rltutor.envs.tokens import EOS, PAD, TokenTask, overlong_penalty, response_lengths
+from rltutor.envs.tokens import EOS, PAD, VOCAB, TokenTask, overlong_penalty, response_lengths
 from rltutor.gpt import GPTConfig, TinyGPT
 from rltutor.utils import get_device
 
@@ -88,7 +88,7 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     was_training = model.training
     model.eval()
     cache = model.new_cache(B, P + max_new_tokens) if use_cache else None
-    out_tok, out_logp = [], []
+    out_tok, out_logp, out_ent = [], [], []
     done = torch.zeros(B, dtype=torch.bool, device=device)
     step_input = idx  # the prefill feeds the whole prompt
     for _ in range(max_new_tokens):
@@ -101,6 +101,7 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
             logprobs = F.log_softmax(logits, dim=-1)
             nxt = logprobs.argmax(-1, keepdim=True)
         lp = logprobs.gather(-1, nxt).squeeze(-1)  # (B,)
+        out_ent.append(-(logprobs.exp() * logprobs).sum(-1))  # H(pi(. | prefix)), (B,)
         nxt = torch.where(done[:, None], torch.full_like(nxt, PAD), nxt)  # finished rows emit padding
         out_tok.append(nxt.squeeze(-1))
         out_logp.append(torch.where(done, torch.zeros_like(lp), lp))
@@ -113,7 +114,8 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     responses = torch.stack(out_tok, 1)  # (B, T)
     lengths = response_lengths(responses)  # tokens up to and including EOS
     mask = (torch.arange(responses.shape[1], device=device)[None, :] < lengths[:, None]).float()
-    return {"tokens": idx, "responses": responses, "logp": torch.stack(out_logp, 1) * mask, "mask": mask}
+    return {"tokens": idx, "responses": responses, "logp": torch.stack(out_logp, 1) * mask, "mask": mask,
+            "entropy": torch.stack(out_ent, 1) * mask}
 
 
 def token_logprobs(model: TinyGPT, tokens: torch.Tensor, prompt_len: int, temperature: float = 1.0):
@@ -240,6 +242,7 @@ class LMCollector:
         if overlong_buffer is not None:
             overlong_penalty(torch.zeros(1), self.max_new_tokens, overlong_buffer)  # validates the buffer
         self.ref, self.overlong_buffer, self.use_cache = ref, overlong_buffer, use_cache
+        self.last_info: dict = {}
 
     @torch.no_grad()
     def collect(self, policy: LMPolicy, generator: torch.Generator | None = None):
@@ -280,14 +283,17 @@ class LMCollector:
         correct = score >= 1.0
         info = {
             "episode_returns": r.tolist(),
+            "episode_lengths": lengths.tolist(),
             "env_steps": int(mask.sum()),
             "score": float(score.mean()),
             "accuracy": float(correct.float().mean()),
             "response_length": float(lengths.mean()),
+            "entropy": float(out["entropy"].sum() / mask.sum()),  # token-mean, the same for every algorithm
             "wrong_length": float(lengths[~correct].mean()) if (~correct).any() else float("nan"),
             "truncated": float((~(responses == EOS).any(1)).float().mean()),
             "sample_time": t_sample,
         }
+        self.last_info = info  # read by experiments for metrics the trainer does not log
         return batch, info
 
 
@@ -358,3 +364,71 @@ def critic_cost(policy: LMPolicy) -> dict:
         critic = 0
     return {"actor_params": actor, "critic_params": critic,
             "train_state_bytes": 16 * (actor + critic), "critic_share": critic / (actor + critic)}
+
+
+# ----------------------------------------------------------------------------------------------
+# A token task as a trainer environment: make_env("addition") -> LMEnv; LMEnv.build(config)
+# ----------------------------------------------------------------------------------------------
+
+_SFT_CACHE: dict = {}  # warm-started weights by setting, so runs that should share a start do
+
+
+class LMEnv:
+    """What the env registry returns for a token task: ``build(config) -> (policy, collector)``.
+
+    ``build`` makes a seeded TinyGPT, warm-starts it with :func:`sft` (cached, so GRPO and PPO
+    runs of one experiment start from the very same weights), wraps it in an :class:`LMPolicy` with
+    a critic when ``config.critic`` is set, and an :class:`LMCollector` with ``config.num_groups``
+    prompts x ``config.group_size`` completions. The reference policy of the KL penalty is the
+    trainer's frozen copy of this warm-started policy.
+
+    Options (``env_options`` of the trainer's Config): the task's own (``L``, ``reward``,
+    ``max_operand``, ``max_new_tokens``), and ``n_layer``, ``n_head``, ``n_embd``, ``sft_steps``,
+    ``sft_lr``, ``temperature``, ``critic_kind`` ("head" or "separate"), ``overlong_buffer``.
+    """
+
+    MODEL_OPTIONS = dict(n_layer=2, n_head=4, n_embd=64, sft_steps=150, sft_lr=3e-3, temperature=1.0,
+                         critic_kind="head", overlong_buffer=None)
+
+    def __init__(self, task: str, seed: int = 0, **options):
+        from rltutor.envs.tokens import TASKS, make_task
+
+        if task not in TASKS:
+            raise ValueError(f"unknown token task {task!r}; valid: {', '.join(sorted(TASKS))}")
+        import inspect
+
+        task_keys = set(inspect.signature(TASKS[task]).parameters)
+        unknown = sorted(set(options) - task_keys - set(self.MODEL_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown} for token task {task!r}; valid: "
+                             f"{', '.join(sorted(task_keys | set(self.MODEL_OPTIONS)))}")
+        self.task_name, self.seed = task, seed
+        self.task_options = {k: v for k, v in options.items() if k in task_keys}
+        self.options = {**self.MODEL_OPTIONS, **{k: v for k, v in options.items() if k in self.MODEL_OPTIONS}}
+        self.task = make_task(task, **self.task_options)
+
+    def warm_start(self, device=None) -> TinyGPT:
+        """The SFT-initialised model (computed once per setting, then copied from the cache)."""
+        o = self.options
+        key = (self.task_name, tuple(sorted(self.task_options.items())), o["n_layer"], o["n_head"], o["n_embd"],
+               o["sft_steps"], o["sft_lr"], self.seed)
+        device = get_device(device)
+        block = self.task.prompt_len + self.task.max_new_tokens
+        model = make_model(len(VOCAB), block, o["n_layer"], o["n_head"], o["n_embd"],
+                           seed=self.seed, device=device)
+        if key not in _SFT_CACHE:
+            g = torch.Generator().manual_seed(self.seed)
+            sft(model, self.task, steps=o["sft_steps"], lr=o["sft_lr"], generator=g)
+            _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(_SFT_CACHE[key])
+        return model
+
+    def build(self, config):
+        o = self.options
+        model = self.warm_start(None if config.device == "auto" else config.device)
+        policy = LMPolicy(model, critic=o["critic_kind"] if config.critic else "none",
+                          temperature=o["temperature"])
+        collector = LMCollector(self.task, n_prompts=config.num_groups, group_size=config.group_size,
+                                overlong_buffer=o["overlong_buffer"])
+        return policy, collector
+

@@ -5,8 +5,8 @@ rule a program can check, the way math answers or unit tests are checked in real
 
 * :class:`AdditionTask` (short): ``"07+12="`` -> ``"19"`` then end-of-sequence. Reward 1 for the exact
   answer, else 0. A completion is 2 to 4 tokens.
-* :class:`SequenceTask` (long, length ``L`` is the knob): ``"3+7="`` -> the ``L`` digits
-  ``(3 + 7 k) mod 10`` for ``k = 1..L``, then end-of-sequence. The reward arrives only at the end: the
+* :class:`SequenceTask` (long, length ``L`` is the knob): ``"3+2="`` -> the ``L`` digits
+  ``(3 + 2 k) mod 10`` for ``k = 1..L`` (``"5791357..."``), then end-of-sequence. The reward arrives only at the end: the
   fraction of the ``L`` positions that are right (``reward="fraction"``) or 1 only if all are
   (``reward="exact"``). Extra tokens before the end count against it, so the length must be right too.
 
@@ -165,7 +165,7 @@ class AdditionTask(TokenTask):
 
 
 class SequenceTask(TokenTask):
-    """``"d+s="`` -> the ``L`` digits ``(d + s k) mod 10``, ``k = 1..L``, then EOS.
+    """``"d+s="`` -> the ``L`` digits ``(d + s k) mod 10``, ``k = 1..L``, then EOS; ``s`` in 1..``max_step``.
 
     ``L`` is the horizon knob. The reward comes only at the end: with ``reward="fraction"`` it is
     (number of the L positions that are right) / max(L, completion length), so both wrong digits and
@@ -174,7 +174,11 @@ class SequenceTask(TokenTask):
 
     name = "sequence"
 
-    def __init__(self, L: int = 8, reward: str = "fraction", max_new_tokens: int | None = None):
+    def __init__(self, L: int = 8, reward: str = "fraction", max_new_tokens: int | None = None,
+                 max_step: int = 3):
+        if not isinstance(max_step, int) or not 1 <= max_step <= 9:
+            raise ValueError(f"max_step must be an integer in [1, 9], got {max_step!r}")
+        self.max_step = max_step
         if not isinstance(L, int) or L < 1:
             raise ValueError(f"sequence length L must be a positive integer, got {L!r}")
         if reward not in ("fraction", "exact"):
@@ -190,7 +194,7 @@ class SequenceTask(TokenTask):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"number of prompts must be a positive integer, got {n!r}")
         d = _randint(10, n, generator)
-        s = _randint(9, n, generator) + 1  # step 1..9
+        s = _randint(self.max_step, n, generator) + 1  # step 1..max_step
         return torch.tensor([encode(f"{x}+{y}=") for x, y in zip(d.tolist(), s.tolist(), strict=True)])
 
     def _digits(self, prompt):

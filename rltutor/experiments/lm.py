@@ -1,0 +1,214 @@
+"""Experiments on a tiny language model: token-level PPO with a critic against GRPO and its family.
+
+Chapters 06-10. Every run is the one trainer (:class:`rltutor.train.Trainer`) with a preset from
+:data:`LM_ALGOS`, on a token task from :mod:`rltutor.envs.tokens`, starting from the same supervised
+warm start (SFT). Each experiment takes ``scale`` ("quick": seconds on a CPU; "full": a GPU) and
+``seed`` and returns pandas DataFrames (plain records); plotting never re-runs training.
+
+1. :func:`short_task` -- GRPO vs PPO (value head / separate critic) on 2-digit addition: reward,
+   and what the critic costs in parameters, training-state memory and time.
+2. :func:`horizon` -- the same comparison as the completion length L of the sequence task grows.
+3. :func:`length_bias` -- GRPO's per-response 1/|o| against Dr.GRPO's constant normalizer: the
+   per-token weight of a wrong answer as a function of its length, and the length of wrong answers
+   during training.
+4. :func:`clip_higher` -- entropy under symmetric clipping (0.2, 0.2) and DAPO's clip-higher (0.2, 0.28).
+5. :func:`family` -- GRPO, Dr.GRPO, DAPO, GSPO, GMPO, CISPO, RLOO, REINFORCE++ and PPO side by side.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import torch
+
+from rltutor.train import Trainer, make_config
+from rltutor.utils import get_device, resolve_scale
+
+__all__ = ["LM_ALGOS", "lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher", "family",
+           "aggregation_weights"]
+
+# Token-level PPO: a critic, GAE with gamma = lambda = 1 (a terminal reward must not be discounted or
+# decayed over the completion, READER_QUESTIONS #17), advantages whitened over the batch (as verl does).
+_PPO = dict(rollout="episodes", critic=True, estimator="gae", loss="ppo", gamma=1.0, lam=1.0, ent_coef=0.0,
+            norm_adv="batch", epochs=1, minibatches=4, vf_clip=None, vf_coef=0.5, agg="token-mean")
+
+LM_ALGOS: dict[str, dict] = {
+    "grpo": dict(),
+    "dr_grpo": dict(),
+    "dapo": dict(env_options=dict(overlong_buffer=2)),  # + the trainer's clip-higher, token-mean, dyn. sampling
+    "gspo": dict(),
+    "gmpo": dict(),
+    "cispo": dict(),
+    "rloo": dict(),
+    "reinforce_pp": dict(),  # one completion per prompt, as many prompts: same number of completions
+    "ppo": _PPO,
+}
+"""LM settings on top of the trainer's presets (:data:`rltutor.train.ALGORITHMS`)."""
+
+_SCALES = {
+    # prompts x group size, RL steps, model width, SFT steps, learning rate
+    "quick": dict(num_groups=8, group_size=8, steps=40, n_embd=64, sft_steps=150, lr=3e-4),
+    "full": dict(num_groups=16, group_size=8, steps=300, n_embd=128, sft_steps=400, lr=3e-4),
+}
+
+
+def lm_config(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
+              task_options: dict | None = None, **overrides):
+    """A trainer :class:`~rltutor.train.Config` for ``algo`` on a token task at this scale."""
+    if algo not in LM_ALGOS:
+        raise ValueError(f"unknown LM algorithm {algo!r}; valid: {', '.join(LM_ALGOS)}")
+    s = _SCALES[resolve_scale(scale)]
+    preset = dict(LM_ALGOS[algo])
+    env_options = dict(n_embd=s["n_embd"], sft_steps=s["sft_steps"], **preset.pop("env_options", {}))
+    env_options.update(task_options or {})
+    env_options.update(overrides.pop("env_options", {}))
+    groups = dict(num_groups=s["num_groups"], group_size=s["group_size"])
+    if algo == "reinforce_pp":
+        groups = dict(num_groups=s["num_groups"] * s["group_size"], group_size=1)
+    cfg = dict(env=task, env_options=env_options, **groups, lr=s["lr"], anneal_lr=False, seed=seed,
+               device="auto", total_steps=10**9)
+    cfg.update(preset)
+    cfg.update(overrides)
+    return make_config(algo, **cfg)
+
+
+def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:
+    """Train for ``steps`` updates; one record per update with the trainer's and the sampler's metrics."""
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    device = get_device(None if config.device == "auto" else config.device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    trainer = Trainer(config)
+    from rltutor.lm import critic_cost
+
+    cost = critic_cost(trainer.policy)
+    rows = []
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        row = trainer.step()
+        info = trainer.collector.last_info
+        rows.append({"algo": label or config.algo, "update": row["update"], "seed": config.seed,
+                     "reward": info["score"], "accuracy": info["accuracy"],
+                     "response_length": info["response_length"], "wrong_length": info["wrong_length"],
+                     "truncated": info["truncated"], "entropy": info["entropy"], "clip_frac": row["clip_frac"],
+                     "approx_kl": row["approx_kl"], "zero_std_frac": row["zero_std_frac"],
+                     "explained_variance": row.get("explained_variance", float("nan")),
+                     "grad_norm": row["grad_norm"], "rows": row["rows"], "time_s": time.perf_counter() - t0,
+                     **cost})
+    df = pd.DataFrame(rows)
+    df["peak_cuda_mb"] = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
+    return df
+
+
+def _summary(curves: pd.DataFrame, last: int = 10) -> pd.DataFrame:
+    """Per algorithm: reward at the start and over the last ``last`` updates, time per update, cost."""
+    out = []
+    for algo, d in curves.groupby("algo", sort=False):
+        d = d.sort_values("update")
+        first = d[d.update <= min(3, d.update.max())]
+        out.append({"algo": algo, "reward_start": first.reward.mean(), "reward_end": d.reward.tail(last).mean(),
+                    "entropy_end": d.entropy.tail(last).mean(), "clip_frac": d.clip_frac.mean(),
+                    "s_per_update": d.time_s.iloc[-1] / len(d), "actor_params": d.actor_params.iloc[0],
+                    "critic_params": d.critic_params.iloc[0], "train_state_mb": d.train_state_bytes.iloc[0] / 2**20,
+                    "peak_cuda_mb": d.peak_cuda_mb.iloc[0]})
+    return pd.DataFrame(out)
+
+
+def short_task(scale: str | None = None, seed: int = 0):
+    """Experiment 1: GRPO vs PPO on 2-digit addition. Returns (curves, summary).
+
+    PPO runs twice: critic as a value head on the policy's trunk, and as a separate model of the same
+    size. All three start from the same SFT weights.
+    """
+    sc = resolve_scale(scale)
+    steps = _SCALES[sc]["steps"]
+    task_options = dict(max_operand=19) if sc == "quick" else dict(max_operand=49)
+    runs = [("grpo", "GRPO", {}), ("ppo", "PPO (value head)", dict(critic_kind="head")),
+            ("ppo", "PPO (separate critic)", dict(critic_kind="separate"))]
+    curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options={**task_options, **o}), steps, label)
+                        for a, label, o in runs], ignore_index=True)
+    return curves, _summary(curves)
+
+
+def horizon(scale: str | None = None, seed: int = 0, lengths=None):
+    """Experiment 2: GRPO vs PPO (value head) on the sequence task as its length L grows.
+
+    Returns (curves with a column ``L``, summary per (L, algo)).
+    """
+    sc = resolve_scale(scale)
+    lengths = lengths or ([4, 16, 32] if sc == "quick" else [4, 16, 32, 64])
+    steps = {"quick": 30, "full": 300}[sc]
+    sft_steps = {"quick": 60, "full": 120}[sc]
+    curves, summary = [], []
+    for L in lengths:
+        runs = [run_lm(lm_config(a, "sequence", sc, seed, task_options=dict(L=L), env_options=dict(
+            sft_steps=sft_steps)), steps, label) for a, label in (("grpo", "GRPO"), ("ppo", "PPO"))]
+        c = pd.concat(runs, ignore_index=True).assign(L=L)
+        curves.append(c)
+        summary.append(_summary(c).assign(L=L))
+    summary = pd.concat(summary, ignore_index=True)
+    summary["gain"] = summary.reward_end - summary.reward_start
+    return pd.concat(curves, ignore_index=True), summary
+
+
+def aggregation_weights(max_len: int = 16, advantage: float = -1.0) -> pd.DataFrame:
+    """The gradient each token of one response receives, dL/dlogp_t, under each aggregation mode.
+
+    One group of two responses: the one of interest has length n (1..max_len) and advantage
+    ``advantage``; the other is of length 1. Computed with autograd through
+    :func:`rltutor.losses.policy_loss`, not from a formula.
+    """
+    from rltutor.losses import policy_loss
+
+    rows = []
+    for mode in ("seq-mean-token-mean", "seq-mean-token-sum-norm", "token-mean"):
+        for n in range(1, max_len + 1):
+            mask = torch.zeros(2, max_len)
+            mask[0, :n], mask[1, :1] = 1, 1
+            logp = torch.zeros(2, max_len, requires_grad=True)
+            adv = torch.tensor([[advantage], [-advantage]]).expand(2, max_len) * mask
+            loss, _ = policy_loss(logp, logp.detach(), adv, mask, kind="ppo", agg=mode)
+            loss.backward()
+            w = -logp.grad[0, 0].item()  # the push on log pi of one token (a wrong answer: < 0)
+            rows.append({"agg": mode, "length": n, "per_token_weight": w, "per_response_weight": w * n})
+    return pd.DataFrame(rows)
+
+
+def length_bias(scale: str | None = None, seed: int = 0):
+    """Experiment 3: lengths of wrong answers under GRPO (1/|o| and std) vs Dr.GRPO. Returns curves.
+
+    Addition with room to ramble (up to 16 completion tokens) and a short warm start, so that wrong
+    answers of many lengths occur.
+    """
+    sc = resolve_scale(scale)
+    steps = {"quick": 40, "full": 300}[sc]
+    opts = dict(max_operand=19, max_new_tokens=16)
+    env = dict(sft_steps={"quick": 60, "full": 100}[sc])
+    return pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=opts, env_options=env, lr=1e-3),
+                             steps, label) for a, label in (("grpo", "GRPO"), ("dr_grpo", "Dr.GRPO"))],
+                     ignore_index=True)
+
+
+def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28)):
+    """Experiment 4: entropy and reward with eps_high = 0.2 vs 0.28 (DAPO's clip-higher).
+
+    Several epochs per batch and a high learning rate, so that the ratio leaves the clip range and
+    the policy sharpens fast; everything else is GRPO (token-mean, no dynamic sampling).
+    """
+    sc = resolve_scale(scale)
+    steps = {"quick": 40, "full": 300}[sc]
+    runs = [run_lm(lm_config("grpo", "addition", sc, seed, task_options=dict(max_operand=19), clip_high=ch,
+                             epochs=4, lr=1e-3, agg="token-mean"), steps, f"eps_high={ch}") for ch in clip_highs]
+    return pd.concat(runs, ignore_index=True)
+
+
+def family(scale: str | None = None, seed: int = 0, algos=None):
+    """Experiment 5: every preset of :data:`LM_ALGOS` on addition. Returns (curves, summary)."""
+    sc = resolve_scale(scale)
+    algos = list(algos or LM_ALGOS)
+    steps = {"quick": 25, "full": 300}[sc]
+    curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=dict(max_operand=19)), steps)
+                        for a in algos], ignore_index=True)
+    return curves, _summary(curves)
