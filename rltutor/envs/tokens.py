@@ -6,9 +6,10 @@ rule a program can check, the way math answers or unit tests are checked in real
 * :class:`AdditionTask` (short): ``"07+12="`` -> ``"19"`` then end-of-sequence. Reward 1 for the exact
   answer, else 0. A completion is 2 to 4 tokens.
 * :class:`SequenceTask` (long, length ``L`` is the knob): ``"3+2="`` -> the ``L`` digits
-  ``(3 + 2 k) mod 10`` for ``k = 1..L`` (``"5791357..."``), then end-of-sequence. The reward arrives only at the end: the
-  fraction of the ``L`` positions that are right (``reward="fraction"``) or 1 only if all are
-  (``reward="exact"``). Extra tokens before the end count against it, so the length must be right too.
+  ``(3 + 2 k) mod 10`` for ``k = 1..L`` (``"5791357..."``), then end-of-sequence. The reward
+  arrives only at the end: the fraction of the ``L`` positions that are right
+  (``reward="fraction"``) or 1 only if all are (``reward="exact"``). Extra tokens before the end
+  count against it, so the length must be right too.
 
 Both give :meth:`target` (the correct completion) for the supervised warm start (SFT), and
 :func:`overlong_penalty` is DAPO's soft overlong reward shaping.
