@@ -102,9 +102,19 @@ class MLPActorCritic(nn.Module):
         return actions, logp, values
 
     def evaluate(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | None]:
-        """Log-probs and entropies of the stored actions; batch["obs"] (B, T, obs_dim), ["actions"] (B, T)."""
-        logits, values = self(batch["obs"])  # (B, T, A), (B, T)
-        logp_all = torch.log_softmax(logits, dim=-1)  # (B, T, A)
-        logp = logp_all.gather(-1, batch["actions"].unsqueeze(-1)).squeeze(-1)  # log pi(a_t|s_t), (B, T)
-        entropy = -(logp_all.exp() * logp_all).sum(-1)  # H = -sum_a pi log pi, (B, T)
-        return {"logp": logp, "entropy": entropy, "values": values}
+        """Log-probs and entropies of the stored actions; batch["obs"] (B, T, obs_dim), ["actions"] (B, T).
+
+        Only valid steps (``batch["mask"]`` = 1) go through the network; padded ones come back as 0.
+        """
+        obs, actions = batch["obs"], batch["actions"]
+        valid = batch["mask"].bool() if "mask" in batch else torch.ones(actions.shape, dtype=torch.bool)
+        logits, values = self(obs[valid])  # (n, A), (n,) for the n valid steps
+        logp_all = torch.log_softmax(logits, dim=-1)  # (n, A)
+        logp = logp_all.gather(-1, actions[valid].unsqueeze(-1)).squeeze(-1)  # log pi(a_t|s_t), (n,)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)  # H = -sum_a pi log pi, (n,)
+
+        def to_rows(x: torch.Tensor) -> torch.Tensor:  # (n,) -> (B, T), zeros where padded
+            return torch.zeros(actions.shape, dtype=x.dtype, device=x.device).masked_scatter(valid, x)
+
+        return {"logp": to_rows(logp), "entropy": to_rows(entropy),
+                "values": None if values is None else to_rows(values)}

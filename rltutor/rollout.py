@@ -17,7 +17,7 @@ Two ways to fill it, both :class:`Collector`\\ s with ``collect(policy, generato
 
 * :class:`SegmentCollector` (PPO style): ``N`` environment copies each run a fixed number of steps
   ``S``; episodes continue from one collection to the next. Each episode *piece* inside the segment
-  becomes one row, so B >= N and T = S.
+  becomes one row, so B >= N and T <= S (the longest piece).
 * :class:`EpisodeCollector` (GRPO style): ``N = G * num_groups`` copies are reset together and run
   until every episode is over; one row per episode, rows ``g*G .. g*G + G-1`` form group g. With
   ``same_seed=True`` all G members start from the same reset seed (a true group: the same prompt,
@@ -58,7 +58,8 @@ class Collector(Protocol):
 
 
 def pieces_to_rows(done: np.ndarray, **steps: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Cut per-env step arrays (S, N, ...) into rows at episode ends; return (B, S, ...) arrays and mask.
+    """Cut per-env step arrays (S, N, ...) into rows at episode ends; return (B, T, ...) arrays and mask
+    (T = the longest piece).
 
     ``done[t, n]`` is True if env n's episode ended at step t, so a new piece starts at t + 1.
     Rows are ordered env by env, then in time. No Python loop over steps: every step gets its row
@@ -72,13 +73,14 @@ def pieces_to_rows(done: np.ndarray, **steps: np.ndarray) -> tuple[dict[str, np.
     start_t = np.flatnonzero(starts.ravel()) % S  # (B,) time at which each row starts
     pos = np.arange(S)[None, :] - start_t[row]  # (N, S) position of each step inside its row
     B = int(row[-1, -1]) + 1
+    T = int(pos.max()) + 1  # the longest piece; shorter ones are padded
     out = {}
     for name, x in steps.items():
         xt = np.swapaxes(x, 0, 1)  # (N, S, ...)
-        rows = np.zeros((B, S) + x.shape[2:], dtype=x.dtype)
+        rows = np.zeros((B, T) + x.shape[2:], dtype=x.dtype)
         rows[row, pos] = xt
         out[name] = rows
-    mask = np.zeros((B, S), dtype=np.float32)
+    mask = np.zeros((B, T), dtype=np.float32)
     mask[row, pos] = 1.0
     return out, mask
 

@@ -1,0 +1,59 @@
+"""The command line writes what it promises."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from rltutor.cli import main
+
+
+def test_help_lists_the_subcommands(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "train" in out and "list" in out
+
+
+def test_train_writes_metrics_config_and_plot(tmp_path):
+    out = tmp_path / "run"
+    rc = main(["train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "1000", "--seed", "2",
+               "--out", str(out), "--no-progress", "--set", "num_steps=64"])
+    assert rc == 0
+    m = pd.read_csv(out / "metrics.csv")
+    assert {"env_steps", "episode_return", "policy_loss", "entropy"} <= set(m.columns)
+    assert m["env_steps"].iloc[-1] >= 1000
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["algo"] == "ppo" and cfg["seed"] == 2 and cfg["num_steps"] == 64 and cfg["total_steps"] == 1000
+    png = (out / "learning_curve.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    assert (out / "checkpoint.pt").exists()
+    # resume with a larger budget continues the same run
+    assert main(["train", "--out", str(out), "--resume", "--steps", "1500", "--no-progress"]) == 0
+    m2 = pd.read_csv(out / "metrics.csv")
+    assert len(m2) > len(m) and m2["env_steps"].iloc[-1] >= 1500
+    pd.testing.assert_frame_equal(m2.iloc[: len(m)].drop(columns="time_s"), m.drop(columns="time_s"))
+
+
+def test_grpo_on_the_corridor_with_group_size_and_horizon(tmp_path):
+    out = tmp_path / "grpo"
+    assert main(["train", "--algo", "grpo", "--group-size", "4", "--env", "corridor", "--horizon", "7",
+                 "--steps", "500", "--out", str(out), "--no-progress"]) == 0
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["group_size"] == 4 and cfg["env_options"] == {"horizon": 7} and cfg["critic"] is False
+
+
+def test_bad_input_is_an_error_message_not_a_traceback(tmp_path, capsys):
+    assert main(["train", "--algo", "trpo", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "trpo" in err and "grpo" in err and "ppo" in err
+    assert main(["train", "--algo", "grpo", "--group-size", "1", "--out", str(tmp_path)]) == 2
+    assert "group_size >= 2" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "empty"), "--resume"]) == 2
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "grpo" in out and "CartPole-v1" in out and "gae" in out

@@ -1,0 +1,215 @@
+"""The one trainer: it learns, it is reproducible, it resumes exactly, and it refuses bad input."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rltutor.models import MLPActorCritic
+from rltutor.train import ALGORITHMS, Config, Trainer, make_config
+
+TIME_COLUMNS = ["time_s"]
+
+
+def metrics(trainer: Trainer) -> pd.DataFrame:
+    return trainer.history_frame().drop(columns=TIME_COLUMNS)
+
+
+@pytest.mark.slow
+def test_ppo_solves_cartpole_within_a_small_budget():
+    trainer = Trainer(make_config("ppo", env="CartPole-v1", seed=1, total_steps=40_000))
+    history = trainer.train(progress=False)
+    assert history["return_last10"].max() >= 450, history["return_last10"].tail().tolist()
+    assert history["return_last10"].iloc[-1] >= 400
+
+
+@pytest.mark.slow
+def test_grpo_clearly_beats_a_random_policy_on_cartpole():
+    trainer = Trainer(make_config("grpo", env="CartPole-v1", seed=1, total_steps=25_000))
+    history = trainer.train(progress=False)
+    random_return = history["episode_return"].iloc[0]  # the first batch: a near-uniform policy, ~22
+    assert random_return < 40
+    assert history["return_last10"].iloc[-3:].mean() > 2.5 * random_return
+
+
+def test_grpo_learns_the_short_corridor():
+    trainer = Trainer(make_config("grpo", env="corridor", env_options={"horizon": 5}, seed=0, total_steps=6_000))
+    history = trainer.train(progress=False)
+    assert history["episode_return"].iloc[0] < 0.7
+    assert history["episode_return"].iloc[-3:].mean() > 0.85
+
+
+@pytest.mark.parametrize("algo", ["ppo", "grpo"])
+def test_same_seed_same_metrics(algo):
+    runs = []
+    for _ in range(2):
+        t = Trainer(make_config(algo, seed=5, total_steps=1_000, num_steps=32))
+        t.train(progress=False)
+        runs.append(metrics(t))
+    pd.testing.assert_frame_equal(runs[0], runs[1])
+    other = Trainer(make_config(algo, seed=6, total_steps=1_000, num_steps=32))
+    other.train(progress=False)
+    assert not metrics(other).equals(runs[0])
+
+
+@pytest.mark.parametrize("algo", ["ppo", "grpo", "dapo"])
+def test_resume_equals_the_uninterrupted_run(algo, tmp_path):
+    cfg = dict(seed=3, total_steps=1_500, num_steps=32, env="corridor", env_options={"horizon": 30})
+    full = Trainer(make_config(algo, **cfg))
+    full.train(progress=False)
+    first = Trainer(make_config(algo, **cfg))
+    for _ in range(3):
+        first.step()
+    first.save(tmp_path / "ckpt.pt")
+    resumed = Trainer.load(tmp_path / "ckpt.pt")
+    resumed.train(progress=False)
+    pd.testing.assert_frame_equal(metrics(resumed), metrics(full))
+    for p, q in zip(resumed.policy.parameters(), full.policy.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_metrics_history_has_the_promised_columns():
+    t = Trainer(make_config("ppo", total_steps=600, num_steps=64))
+    h = t.train(progress=False)
+    for col in ("env_steps", "episode_return", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac",
+                "grad_norm", "explained_variance", "zero_std_frac", "time_s", "lr"):
+        assert col in h.columns, col
+    assert h["env_steps"].is_monotonic_increasing and h["env_steps"].iloc[-1] >= 600
+    assert h["lr"].iloc[-1] < h["lr"].iloc[0]  # annealed
+
+
+@pytest.mark.parametrize("algo", sorted(ALGORITHMS))
+def test_every_algorithm_runs_one_update(algo):
+    t = Trainer(make_config(algo, env="corridor", env_options={"horizon": 8}, total_steps=10_000, num_steps=16))
+    row = t.step()
+    assert math.isfinite(row["policy_loss"]) or row.get("rows") == 0
+
+
+@pytest.mark.parametrize("kl_in_reward", [True, False])
+@pytest.mark.parametrize("kind", ["k1", "k2", "k3"])
+def test_reference_kl_in_reward_or_in_loss(kl_in_reward, kind):
+    t = Trainer(make_config("grpo", env="corridor", env_options={"horizon": 6}, kl_coef=0.1, kl_kind=kind,
+                            kl_in_reward=kl_in_reward, total_steps=10_000, epochs=2))
+    rows = [t.step() for _ in range(3)]
+    assert rows[0]["kl_ref"] == pytest.approx(0.0, abs=1e-6)  # pi == pi_ref at first
+    assert all(math.isfinite(r["policy_loss"]) for r in rows)
+
+
+def test_dynamic_sampling_drops_dead_groups():
+    t = Trainer(make_config("dapo", env="CartPole-v1", group_size=4, num_groups=4, total_steps=10_000))
+    row = t.step()
+    assert 0 <= row["zero_std_frac"] <= 1
+    assert row["rows"] == 16 * (1 - row["zero_std_frac"])
+
+
+def test_dual_clip_and_asymmetric_clip_run():
+    t = Trainer(make_config("ppo", dual_clip=3.0, clip_low=0.2, clip_high=0.28, total_steps=2_000, num_steps=32))
+    assert math.isfinite(t.step()["policy_loss"])
+
+
+def test_target_kl_stops_epochs_early():
+    t = Trainer(make_config("ppo", target_kl=1e-9, epochs=8, lr=1e-2, total_steps=2_000, num_steps=64))
+    assert t.step()["epochs_run"] < 8
+
+
+# --- faults -----------------------------------------------------------------------------------
+
+
+def test_group_size_below_two_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="group_size >= 2"):
+        make_config("grpo", group_size=1)
+
+
+def test_group_estimator_needs_episodes_and_gae_needs_a_critic():
+    with pytest.raises(ValueError, match="rollout='episodes'"):
+        make_config("grpo", rollout="segments")
+    with pytest.raises(ValueError, match="critic"):
+        make_config("ppo", critic=False)
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match="dapo.*grpo.*ppo"):
+        make_config("trpo")
+    with pytest.raises(ValueError, match="CartPole-v1"):
+        make_config("ppo", env="Pong")
+    with pytest.raises(ValueError, match="lr"):
+        make_config("ppo", learning_rate=1e-3)
+    with pytest.raises(ValueError, match="gae"):
+        make_config("ppo", estimator="td")
+
+
+class NaNAfter(MLPActorCritic):
+    """A policy whose evaluation turns NaN once ``poison`` is set."""
+
+    poison = False
+
+    def evaluate(self, batch):
+        out = super().evaluate(batch)
+        if self.poison:
+            out["logp"] = out["logp"] * float("nan")
+        return out
+
+
+def test_nan_loss_stops_training_and_keeps_the_last_checkpoint(tmp_path):
+    cfg = make_config("ppo", total_steps=5_000, num_steps=32)
+    env_policy, collector = Trainer(cfg).policy, Trainer(cfg).collector
+    policy = NaNAfter(4, 2)
+    policy.load_state_dict(env_policy.state_dict())
+    t = Trainer(cfg, policy, collector)
+    t.step()
+    path = tmp_path / "ckpt.pt"
+    t.save(path)
+    before = path.read_bytes()
+    params = [p.detach().clone() for p in t.policy.parameters()]
+    policy.poison = True
+    with pytest.raises(FloatingPointError, match="NaN"):
+        t.train(checkpoint=str(path), checkpoint_every=1, progress=False)
+    assert path.read_bytes() == before
+    assert all(torch.equal(p, q) for p, q in zip(params, t.policy.parameters(), strict=True))
+    assert Trainer.load(path).update_idx == 1
+
+
+def test_corrupt_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "bad.pt"
+    path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(ValueError, match="corrupt"):
+        Trainer.load(path)
+    good = tmp_path / "good.pt"
+    Trainer(make_config("ppo", total_steps=1_000)).save(good)
+    good_bytes = good.read_bytes()
+    (tmp_path / "cut.pt").write_bytes(good_bytes[: len(good_bytes) // 2])
+    with pytest.raises(ValueError, match="corrupt"):
+        Trainer.load(tmp_path / "cut.pt")
+    torch.save({"format": "something else"}, tmp_path / "foreign.pt")
+    with pytest.raises(ValueError, match="not an rltutor checkpoint"):
+        Trainer.load(tmp_path / "foreign.pt")
+
+
+def test_mismatched_checkpoint_is_refused_and_nothing_is_loaded(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    Trainer(make_config("ppo", total_steps=1_000, hidden=(32,))).save(path)
+    other = Trainer(make_config("ppo", total_steps=1_000))
+    params = [p.detach().clone() for p in other.policy.parameters()]
+    state = Trainer.read_checkpoint(path)
+    with pytest.raises(ValueError, match="hidden"):
+        other.load_state_dict(state)
+    state["config"] = other.config.to_dict()  # same config, but weights of another shape
+    with pytest.raises(ValueError, match="nothing was loaded"):
+        other.load_state_dict(state)
+    assert all(torch.equal(p, q) for p, q in zip(params, other.policy.parameters(), strict=True))
+    assert other.update_idx == 0
+
+
+def test_config_roundtrips_through_a_dict():
+    cfg = make_config("dapo", env="corridor", env_options={"horizon": 12})
+    assert Config.from_dict(cfg.to_dict()) == cfg
+    assert cfg.rollout_envs == cfg.group_size * cfg.num_groups and cfg.uses_groups
+
+
+def test_trainer_refuses_half_a_plugin():
+    cfg = make_config("ppo")
+    with pytest.raises(ValueError, match="both"):
+        Trainer(cfg, policy=MLPActorCritic(4, 2))
+    assert np.isfinite(cfg.lr)
