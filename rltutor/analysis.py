@@ -97,6 +97,7 @@ __all__ = [
     "measure",
     "horizon_curve",
     "check_params",
+    "snr_theory",
 ]
 
 REWARDS = ("dense", "terminal", "exact")
@@ -521,3 +522,53 @@ def horizon_curve(horizons: Sequence[int], task: str | ChainTask = "corridor", *
                       critic_noise=critic_noise, estimators=estimators, n_batches=n_batches, seed=seed + i)
               for i, T in enumerate(horizons)]
     return pd.concat(frames, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Closed forms: the SNR the chapter derives, to set beside the Monte-Carlo measurement
+# ----------------------------------------------------------------------------------------------
+
+
+def snr_theory(task: ChainTask, estimator: str, *, batch_size: int = 32, G: int = 8,
+               critic_noise: float = 0.0) -> float:
+    """Exact SNR of a batch gradient for ``"rloo"``, ``"ideal_baseline"`` (RLOO as G -> infinity:
+    REINFORCE with the exact mean return as baseline) and ``"gae_td"`` (GAE with gamma = 1, lambda = 0
+    and a critic V + critic_noise * u * xi; critic_noise = 0 is the true V). Rewards "dense"/"terminal".
+
+    Per step (one softmax over K actions, good-action probability p, q = (1 - p) / (K - 1)):
+    S_g = |e_0 - pi|^2, S_b = |e_j - pi|^2 (j wrong), E|s|^2 = p S_g + (1 - p) S_b,
+    |c|^2 = p^2 S_g (the per-step gradient of E[u], u = 1[good]), a = E[|s|^2 (u - p)^2],
+    b = E|s|^2 p (1 - p). Each step's reward weight is w (1 dense, 1/T terminal) and the noise on the
+    return R has variance s_R^2 (T sigma^2 dense, sigma^2 terminal). Then, with |c~|^2 = T w^2 |c|^2:
+
+    * RLOO: SNR = B |c~|^2 / ( T [w^2 (a + (T-1) b) + E|s|^2 s_R^2] + T E|s|^2 Var R / (G-1)
+      - |c~|^2 + |c~|^2 / (G-1) ),   Var R = T w^2 p (1-p) + s_R^2.
+    * TD (lambda = 0): SNR = B |c~|^2 / ( T w^2 (a - |c|^2) + E|s|^2 s_R^2 + E|s|^2 k^2 (2T - 1) ),
+      k = critic_noise * u (each TD residual carries gamma * err(s_{t+1}) - err(s_t)).
+
+    The horizon enters RLOO through (T - 1) b: every other step's randomness lands in every step's
+    advantage, so SNR ~ B / T. In the TD form T cancels (without noise): credit stays local.
+    """
+    if task.reward not in ("dense", "terminal"):
+        raise ValueError(f"snr_theory covers rewards 'dense' and 'terminal', got {task.reward!r}")
+    T, K, p = task.T, task.K, task.p_good
+    q = (1 - p) / (K - 1)
+    S_g = (1 - p) ** 2 + (K - 1) * q**2
+    S_b = p**2 + (1 - q) ** 2 + (K - 2) * q**2
+    Es2 = p * S_g + (1 - p) * S_b
+    c2 = p**2 * S_g
+    a = p * S_g * (1 - p) ** 2 + (1 - p) * S_b * p**2
+    b = Es2 * p * (1 - p)
+    w = 1.0 if task.reward == "dense" else 1.0 / T
+    sR2 = task.noise**2 * (T if task.reward == "dense" else 1.0)
+    ct2 = T * w**2 * c2
+    B = batch_size
+    if estimator in ("rloo", "ideal_baseline"):
+        inv = 0.0 if estimator == "ideal_baseline" else 1.0 / (G - 1)
+        var_R = T * w**2 * p * (1 - p) + sR2
+        denom = T * (w**2 * (a + (T - 1) * b) + Es2 * sR2) + T * Es2 * var_R * inv - ct2 + ct2 * inv
+        return B * ct2 / denom
+    if estimator == "gae_td":
+        k2 = (critic_noise * reward_unit(task)) ** 2
+        return B * ct2 / (T * w**2 * (a - c2) + Es2 * sR2 + Es2 * k2 * (2 * T - 1))
+    raise ValueError(f"unknown estimator {estimator!r} for snr_theory; valid: rloo, ideal_baseline, gae_td")

@@ -191,3 +191,18 @@ def test_same_seed_same_numbers():
     a = an.measure("tokens", T=16, n_batches=16, seed=3)
     b = an.measure("tokens", T=16, n_batches=16, seed=3)
     assert a.equals(b)
+
+
+@pytest.mark.parametrize("task", ["corridor", "corridor_dense", "tokens"])
+@pytest.mark.parametrize("noise", [0.0, 0.5])
+@pytest.mark.parametrize("T", [1, 16])
+def test_closed_form_snr_matches_monte_carlo(task, noise, T):
+    """The chapter's formulas (snr_theory) against the measurement: within 8% with 3000 batches."""
+    t = an.make_task(task, T=T, noise=noise)
+    specs = [an.EstimatorSpec("rloo", G=4), an.EstimatorSpec("gae", lam=0.0),
+             an.EstimatorSpec("gae_critic", lam=0.0, critic_noise=1.5)]
+    rows = an.measure_specs(t, specs, batch_size=16, n_batches=3000, seed=2)
+    theory = [an.snr_theory(t, "rloo", batch_size=16, G=4), an.snr_theory(t, "gae_td", batch_size=16),
+              an.snr_theory(t, "gae_td", batch_size=16, critic_noise=1.5)]
+    for row, th in zip(rows, theory, strict=True):
+        assert row["snr"] == pytest.approx(th, rel=0.08), row["name"]
