@@ -118,3 +118,6 @@ class MLPActorCritic(nn.Module):
 
         return {"logp": to_rows(logp), "entropy": to_rows(entropy),
                 "values": None if values is None else to_rows(values)}
+
+
+from rltutor.gpt import GPTConfig, TinyGPT  # noqa: E402,F401  (the language model of chapters 06-10)
