@@ -197,3 +197,17 @@ def test_citations_resolve(pages):
     assert "??" not in text
     cites = [a for a in intro.find_all("a", href=True) if "references.html#" in a["href"]]
     assert len(cites) >= 5, "the intro's citations do not link into the references page"
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_conventions(nb_path):
+    """Committed without outputs; the first code cell installs rltutor on Colab only (DESIGN.md)."""
+    import json
+
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    with_outputs = [i for i, c in enumerate(code) if c.get("outputs") or c.get("execution_count")]
+    assert not with_outputs, f"{nb_path.name}: code cells {with_outputs} have outputs; clear them before committing"
+    first = "".join(code[0]["source"]) if code else ""
+    assert "google.colab" in first and "pip" in first, (
+        f"{nb_path.name}: the first code cell must install rltutor when run on Colab (and do nothing elsewhere)")
