@@ -107,7 +107,7 @@ def _summary(curves: pd.DataFrame, last: int = 10) -> pd.DataFrame:
     out = []
     for algo, d in curves.groupby("algo", sort=False):
         d = d.sort_values("update")
-        first = d[d.update <= min(3, d.update.max())]
+        first = d[d["update"] <= 3]  # the first three updates: the warm-started policy
         out.append({"algo": algo, "reward_start": first.reward.mean(), "reward_end": d.reward.tail(last).mean(),
                     "entropy_end": d.entropy.tail(last).mean(), "clip_frac": d.clip_frac.mean(),
                     "s_per_update": d.time_s.iloc[-1] / len(d), "actor_params": d.actor_params.iloc[0],

@@ -1,0 +1,160 @@
+"""The language model as an RL policy: sampling, log-probs, the warm start, the collector, every preset."""
+
+import pytest
+import torch
+
+from rltutor.envs.tokens import EOS, PAD, VOCAB, AdditionTask, SequenceTask
+from rltutor.experiments.lm import LM_ALGOS, aggregation_weights, lm_config, run_lm
+from rltutor.lm import (
+    LMCollector,
+    LMEnv,
+    LMPolicy,
+    critic_cost,
+    frozen_copy,
+    greedy_accuracy,
+    make_model,
+    sample,
+    sft,
+    token_logprobs,
+)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _prompts(n=16, seed=0):
+    return AdditionTask().sample_prompts(n, torch.Generator().manual_seed(seed))
+
+
+def test_cache_and_no_cache_sample_the_same_tokens():
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    p = _prompts()
+    a = sample(m, p, 10, 1.0, torch.Generator().manual_seed(3), use_cache=True)
+    b = sample(m, p, 10, 1.0, torch.Generator().manual_seed(3), use_cache=False)
+    assert torch.equal(a["tokens"], b["tokens"])
+    torch.testing.assert_close(a["logp"], b["logp"], atol=1e-5, rtol=0)
+    c = sample(m, p, 10, 1.0, torch.Generator().manual_seed(4))
+    assert not torch.equal(a["tokens"], c["tokens"])  # the seed matters
+
+
+def test_sampled_logprobs_match_a_full_forward_pass():
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    p = _prompts()
+    for temperature in (1.0, 0.7):
+        out = sample(m, p, 10, temperature, torch.Generator().manual_seed(0), stop_early=False)
+        logp, entropy, _ = token_logprobs(m, out["tokens"], p.shape[1], temperature)
+        torch.testing.assert_close(logp * out["mask"], out["logp"], atol=1e-5, rtol=0)
+        torch.testing.assert_close(entropy * out["mask"], out["entropy"], atol=1e-5, rtol=0)
+        pol = LMPolicy(m, temperature=temperature)
+        batch = {"tokens": out["tokens"], "prompt_len": torch.full((16,), p.shape[1]), "actions": out["responses"]}
+        torch.testing.assert_close(pol.evaluate(batch)["logp"] * out["mask"], out["logp"], atol=1e-5, rtol=0)
+
+
+def test_mask_covers_tokens_up_to_and_including_eos():
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    out = sample(m, _prompts(64), 10, 1.0, torch.Generator().manual_seed(0))
+    r, mask = out["responses"], out["mask"].bool()
+    for row, mrow in zip(r, mask, strict=True):
+        ids = row.tolist()
+        n = ids.index(EOS) + 1 if EOS in ids else len(ids)
+        assert mrow.sum() == n and mrow[:n].all()
+        assert all(t == PAD for t in ids[n:])
+
+
+def test_sft_warm_start_reaches_accuracy():
+    task = AdditionTask(max_operand=9)
+    m = make_model(len(VOCAB), task.prompt_len + task.max_new_tokens, n_embd=32, device="cpu")
+    before = greedy_accuracy(m, task)
+    losses = sft(m, task, steps=250, lr=3e-3, generator=torch.Generator().manual_seed(0))
+    after = greedy_accuracy(m, task)
+    assert losses[-1] < losses[0] / 3
+    assert before < 0.05 and after >= 0.5, (before, after)
+
+
+def test_collector_batch_follows_the_contract():
+    task = AdditionTask(max_operand=9)
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    col = LMCollector(task, n_prompts=3, group_size=4, ref=frozen_copy(m), overlong_buffer=2)
+    batch, info = col.collect(LMPolicy(m, critic="head"), torch.Generator().manual_seed(0))
+    B, T = batch["actions"].shape
+    assert B == 12 and T == task.max_new_tokens
+    assert batch["group_ids"].tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    assert batch["tokens"].shape == (B, task.prompt_len + T)
+    for k in ("logp", "mask", "rewards", "values", "ref_logp"):
+        assert batch[k].shape == (B, T), k
+    # the reward sits on the last valid token and nowhere else
+    last = batch["mask"].sum(1).long() - 1
+    off = batch["rewards"].clone()
+    off[torch.arange(B), last] = 0
+    assert torch.all(off == 0)
+    torch.testing.assert_close(batch["rewards"].sum(1), torch.tensor(info["episode_returns"]))
+    torch.testing.assert_close(batch["ref_logp"], batch["logp"], atol=1e-5, rtol=0)  # pi_ref = pi at the start
+    assert info["env_steps"] == int(batch["mask"].sum())
+
+
+def test_critic_choices_and_cost():
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    none, head = critic_cost(LMPolicy(m)), critic_cost(LMPolicy(m, critic="head"))
+    sep = critic_cost(LMPolicy(make_model(len(VOCAB), 16, n_embd=32, device="cpu"), critic="separate"))
+    assert none["critic_params"] == 0 and head["critic_params"] == 33
+    assert sep["critic_params"] == sep["actor_params"] + 33  # a second model of the same size, plus its head
+    assert LMPolicy(m).has_critic is False and LMPolicy(m, critic="separate").has_critic is True
+
+
+@pytest.mark.parametrize("algo", list(LM_ALGOS))
+def test_every_algorithm_runs_a_step(algo):
+    cfg = lm_config(algo, "addition", "quick", seed=0, task_options=dict(max_operand=9),
+                    env_options=dict(n_embd=16, sft_steps=0), num_groups=2)
+    df = run_lm(cfg, steps=1)
+    assert len(df) == 1 and df["grad_norm"].notna().all() or df["rows"].iloc[0] == 0
+
+
+@pytest.mark.parametrize("kl_in_reward", [False, True])
+def test_kl_to_the_reference(kl_in_reward):
+    cfg = lm_config("grpo" if not kl_in_reward else "ppo", "addition", "quick", task_options=dict(max_operand=9),
+                    env_options=dict(n_embd=16, sft_steps=0), num_groups=2, kl_coef=0.1, kl_kind="k3",
+                    kl_in_reward=kl_in_reward)
+    assert run_lm(cfg, steps=2)["grad_norm"].notna().all()
+
+
+@pytest.mark.slow
+def test_rl_improves_reward():
+    """GRPO lifts the sequence task's reward within a minute on a CPU (same seed, same warm start)."""
+    cfg = lm_config("grpo", "sequence", "quick", seed=0, task_options=dict(L=6),
+                    env_options=dict(n_embd=32, sft_steps=60), lr=1e-3, num_groups=8)
+    df = run_lm(cfg, steps=40)
+    start, end = df.reward.head(5).mean(), df.reward.tail(5).mean()
+    assert end > start + 0.05, (start, end)
+
+
+def test_length_normalization_weights():
+    w = aggregation_weights(8).pivot(index="length", columns="agg", values="per_token_weight")
+    # GRPO: each token of a wrong answer of length n is pushed down by 1/n of the length-1 push
+    torch.testing.assert_close(torch.tensor(w["seq-mean-token-mean"].values),
+                               w["seq-mean-token-mean"].iloc[0] / torch.arange(1, 9, dtype=torch.float64))
+    assert w["seq-mean-token-sum-norm"].nunique() == 1  # Dr.GRPO: the same push whatever the length
+
+
+def test_bad_input():
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    with pytest.raises(ValueError, match="unknown critic 'value'"):
+        LMPolicy(m, critic="value")
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        LMPolicy(m, temperature=0)
+    with pytest.raises(ValueError, match="prompts must be a LongTensor"):
+        sample(m, torch.zeros(2, 3), 4)
+    with pytest.raises(ValueError, match="exceeds the model's block_size"):
+        sample(m, _prompts(2), 40)
+    with pytest.raises(ValueError, match="needs 'tokens'"):
+        LMPolicy(m).evaluate({"actions": torch.zeros(1, 2, dtype=torch.long)})
+    with pytest.raises(ValueError, match="group_size must be an integer"):
+        LMCollector(SequenceTask(), group_size=0)
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['depth'\]"):
+        LMEnv("addition", depth=3)
+    with pytest.raises(ValueError, match="unknown LM algorithm 'ppo2'"):
+        lm_config("ppo2")
