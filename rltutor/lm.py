@@ -88,12 +88,14 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     was_training = model.training
     model.eval()
     cache = model.new_cache(B, P + max_new_tokens) if use_cache else None
-    out_tok, out_logp, out_ent = [], [], []
+    out_tok, out_logp, out_ent, out_val = [], [], [], []
     done = torch.zeros(B, dtype=torch.bool, device=device)
     step_input = idx  # the prefill feeds the whole prompt
     for _ in range(max_new_tokens):
-        logits, _ = model(step_input, cache) if use_cache else model(idx)
+        logits, values = model(step_input, cache) if use_cache else model(idx)
         logits = logits[:, -1, :]  # (B, V): the next-token distribution
+        if values is not None:  # a value head rides along for free: V(s_t) of the same prefix
+            out_val.append(values[:, -1])
         if temperature > 0:
             logprobs = F.log_softmax(logits / temperature, dim=-1)  # log pi_tau(. | prefix)
             nxt = torch.multinomial(logprobs.exp(), 1, generator=generator)  # (B, 1)
@@ -114,8 +116,11 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     responses = torch.stack(out_tok, 1)  # (B, T)
     lengths = response_lengths(responses)  # tokens up to and including EOS
     mask = (torch.arange(responses.shape[1], device=device)[None, :] < lengths[:, None]).float()
-    return {"tokens": idx, "responses": responses, "logp": torch.stack(out_logp, 1) * mask, "mask": mask,
-            "entropy": torch.stack(out_ent, 1) * mask}
+    out = {"tokens": idx, "responses": responses, "logp": torch.stack(out_logp, 1) * mask, "mask": mask,
+           "entropy": torch.stack(out_ent, 1) * mask}
+    if out_val:
+        out["values"] = torch.stack(out_val, 1) * mask
+    return out
 
 
 def token_logprobs(model: TinyGPT, tokens: torch.Tensor, prompt_len: int, temperature: float = 1.0):
@@ -275,8 +280,10 @@ class LMCollector:
             "rewards": rewards,
             "group_ids": torch.arange(self.n_prompts, device=device).repeat_interleave(G),
         }
-        if policy.has_critic:
-            batch["values"] = policy.evaluate(batch)["values"]
+        if policy.critic_kind == "head":
+            batch["values"] = out["values"]  # computed by the sampler's own forward passes
+        elif policy.has_critic:
+            batch["values"] = policy.evaluate(batch)["values"]  # a separate critic: one more forward pass
         if self.ref is not None:
             batch["ref_logp"] = token_logprobs(self.ref, batch["tokens"], prompts.shape[1],
                                                policy.temperature)[0] * mask

@@ -158,3 +158,11 @@ def test_bad_input():
         LMEnv("addition", depth=3)
     with pytest.raises(ValueError, match="unknown LM algorithm 'ppo2'"):
         lm_config("ppo2")
+
+
+def test_sampler_values_match_evaluate():
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    pol = LMPolicy(m, critic="head")
+    torch.nn.init.normal_(m.value_head.weight)  # a non-trivial critic
+    batch, _ = LMCollector(AdditionTask(max_operand=9), 2, 4).collect(pol, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(pol.evaluate(batch)["values"] * batch["mask"], batch["values"], atol=1e-5, rtol=0)
