@@ -31,7 +31,6 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = pytest.mark.book
 
@@ -61,6 +60,8 @@ def html_dir() -> Path:
 
 def _toc_docnames() -> list[str]:
     """Docnames listed in _toc.yml, with globs expanded against the source tree."""
+    import yaml  # here, not at the top: collecting the non-book tests must not need the book extra
+
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     names = [toc["root"]]
 
