@@ -1,0 +1,332 @@
+"""GRPO vs PPO as the horizon grows: a learning-curve sweep over tasks, seeds and ablations.
+
+Chapter: *Long horizons in practice* (``notebooks/05_long_horizons.ipynb``).
+
+The question, after de Oliveira et al., *Learning Without Critics? Revisiting GRPO in Classical
+Reinforcement Learning Environments* (arXiv:2511.03527, 2025): does a critic-free method (GRPO: the
+group-relative return as every step's advantage) keep up with PPO (a learned critic and GAE)?
+The paper reports (1) critics matter on long-horizon tasks, critic-free methods tie only on short
+ones with early termination (CartPole); (2) GRPO likes a high discount, except without early
+termination; (3) smaller groups beat larger ones. Here:
+
+* main: PPO and GRPO on CartPole-v1 (short, early termination) and on the corridor
+  (:mod:`rltutor.envs.corridor`, no early termination, one reward at the end) at several horizons T,
+  at least 5 seeds each, the same budget of environment steps;
+* group-size ablation: GRPO with G in a few sizes at the longest horizon, the episodes per update kept
+  fixed (G * groups = 32);
+* discount ablation: PPO with a few gammas at the longest horizon. (Our GRPO scores each episode by its
+  undiscounted return, so gamma does not change its advantages; see the chapter.)
+
+Every run is one :class:`rltutor.train.Trainer` from :func:`rltutor.train.make_config` (the public API;
+nothing here changes the trainer). Runs are independent, so they go to a
+``concurrent.futures.ProcessPoolExecutor`` (``--executor process``, default), a Ray cluster
+(``--executor ray``; ``pip install "rltutor[ray]"``, imported only then) or run one after another in
+this process (``--executor serial``).
+
+Outputs in ``--out``: ``curves.csv`` (return against env steps, every run), ``finals.csv`` (one row
+per run: mean return over the last 20% of its episodes), ``table.md`` (mean and 95% confidence
+interval over seeds), ``verdicts.json`` (which of the paper's findings reproduced, computed from the
+numbers) and ``meta.json`` (the exact command, scale, versions, wall time).
+
+    python -m rltutor.sweep --scale quick --out runs/sweep_quick
+    python -m rltutor.sweep --scale full --out notebooks/data/horizon/sweep --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rltutor.plots import t_quantile
+from rltutor.utils import resolve_scale
+
+__all__ = ["Run", "SweepScale", "SCALES", "plan", "run_one", "run_sweep", "results_table", "verdicts",
+           "write_outputs", "load_outputs", "main", "EXECUTORS"]
+
+EXECUTORS = ("process", "ray", "serial")
+OPTIMAL = {"corridor": 1.0, "CartPole-v1": 500.0}  # best possible episode return, to normalize
+FINAL_FRACTION = 0.2  # a run's final score: mean return of its last 20% of episodes
+
+
+@dataclass(frozen=True)
+class SweepScale:
+    """The size of a sweep (one per scale)."""
+
+    horizons: tuple[int, ...]
+    """corridor horizons T"""
+    seeds: int
+    """seeds per main configuration (>= 5 at full scale)"""
+    steps_corridor: int
+    """environment steps per corridor run"""
+    steps_cartpole: int
+    """environment steps per CartPole run"""
+    group_sizes: tuple[int, ...]
+    """G values of the GRPO group-size ablation (episodes per update stay 32)"""
+    gammas: tuple[float, ...]
+    """gammas of the PPO discount ablation (0.99, the PPO default, comes from the main runs)"""
+    ablation_seeds: int
+    """seeds per ablation configuration"""
+
+
+SCALES = {
+    "quick": SweepScale(horizons=(5, 20), seeds=2, steps_corridor=1500, steps_cartpole=1500, group_sizes=(4,),
+                        gammas=(0.9,), ablation_seeds=2),
+    "full": SweepScale(horizons=(5, 20, 100), seeds=5, steps_corridor=40_000, steps_cartpole=40_000,
+                       group_sizes=(4, 16), gammas=(0.9, 1.0), ablation_seeds=3),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: a preset of :data:`rltutor.train.ALGORITHMS` plus overrides."""
+
+    study: str
+    """"main", "group_size" or "gamma" """
+    task: str
+    """display name, e.g. "corridor T=100" """
+    env: str
+    """registered environment name"""
+    algo: str
+    """"ppo" or "grpo" """
+    seed: int
+    total_steps: int
+    variant: str = "default"
+    """what the ablation changed, e.g. "G=4" """
+    horizon: int | None = None
+    """corridor horizon (None for CartPole)"""
+    overrides: dict = field(default_factory=dict, hash=False, compare=False)
+    """extra Config fields"""
+
+
+def plan(scale: str | SweepScale = "quick") -> list[Run]:
+    """Every run of a sweep, in a fixed order (main runs first)."""
+    s = SCALES[resolve_scale(scale)] if isinstance(scale, str) or scale is None else scale
+    runs: list[Run] = []
+    for seed in range(1, s.seeds + 1):
+        for algo in ("ppo", "grpo"):
+            runs.append(Run("main", "CartPole-v1", "CartPole-v1", algo, seed, s.steps_cartpole))
+            for T in s.horizons:
+                runs.append(Run("main", f"corridor T={T}", "corridor", algo, seed, s.steps_corridor, horizon=T))
+    T = max(s.horizons)
+    for seed in range(1, s.ablation_seeds + 1):
+        for G in s.group_sizes:
+            runs.append(Run("group_size", f"corridor T={T}", "corridor", "grpo", seed, s.steps_corridor,
+                            variant=f"G={G}", horizon=T, overrides={"group_size": G, "num_groups": 32 // G}))
+        for g in s.gammas:
+            runs.append(Run("gamma", f"corridor T={T}", "corridor", "ppo", seed, s.steps_corridor,
+                            variant=f"gamma={g}", horizon=T, overrides={"gamma": g}))
+    return runs
+
+
+def run_one(run: Run, max_points: int = 60) -> dict:
+    """Train one run; return its description, its learning curve (<= max_points rows) and final score."""
+    from rltutor.train import Trainer, make_config
+
+    opts = {"horizon": run.horizon} if run.horizon is not None else {}
+    cfg = make_config(run.algo, env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps,
+                      torch_threads=1, **run.overrides)
+    t0 = time.perf_counter()
+    trainer = Trainer(cfg)
+    trainer.train(progress=False)
+    eps = pd.DataFrame(trainer.episodes)  # every finished episode: env_steps, return
+    if eps.empty:
+        raise RuntimeError(f"run {run} finished no episode in {run.total_steps} steps; raise total_steps")
+    n_final = max(1, int(math.ceil(FINAL_FRACTION * len(eps))))
+    final = float(eps["return"].iloc[-n_final:].mean())
+    # the learning curve: mean return of the episodes finished in each of <= max_points windows
+    edges = np.linspace(0, run.total_steps, max_points + 1)
+    idx = np.clip(np.searchsorted(edges, eps["env_steps"].to_numpy(), side="left") - 1, 0, max_points - 1)
+    curve = eps.groupby(idx)["return"].mean()
+    info = {**asdict(run), "overrides": json.dumps(run.overrides, sort_keys=True)}
+    return {
+        "run": info,
+        "final": final,
+        "seconds": time.perf_counter() - t0,
+        "curve": [{"env_steps": float(edges[i + 1]), "episode_return": float(v)} for i, v in curve.items()],
+    }
+
+
+def _run_all(runs: list[Run], executor: str, workers: int | None) -> list[dict]:
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    if executor == "serial":
+        return [run_one(r) for r in runs]
+    if executor == "ray":
+        try:
+            import ray
+        except ImportError as e:
+            raise ImportError('--executor ray needs Ray: pip install "rltutor[ray]" (or ray>=2.9)') from e
+        if not ray.is_initialized():
+            ray.init(ignore_reinit_error=True, include_dashboard=False)
+        remote = ray.remote(num_cpus=1)(run_one)
+        return ray.get([remote.remote(r) for r in runs])
+    workers = workers or os.cpu_count() or 1
+    import multiprocessing as mp
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        return list(pool.map(run_one, runs))
+
+
+def run_sweep(scale: str | SweepScale | None = None, executor: str = "process", workers: int | None = None,
+              runs: list[Run] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run every run of the plan; return ``(curves, finals)`` DataFrames (one row per point / per run)."""
+    results = _run_all(runs if runs is not None else plan(scale), executor, workers)
+    curves, finals = [], []
+    for res in results:
+        r = res["run"]
+        finals.append({**r, "final": res["final"], "seconds": res["seconds"]})
+        curves.extend({**r, **pt} for pt in res["curve"])
+    finals = pd.DataFrame(finals)
+    curves = pd.DataFrame(curves)
+    for df in (finals, curves):
+        df["optimal"] = df["env"].map(OPTIMAL)
+    finals["final_norm"] = finals["final"] / finals["optimal"]
+    curves["return_norm"] = curves["episode_return"] / curves["optimal"]
+    return curves, finals
+
+
+def results_table(finals: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Mean final return (normalized by the optimum) and its confidence interval over seeds."""
+    keys = ["study", "task", "horizon", "algo", "variant"]
+    rows = []
+    for k, d in finals.groupby(keys, dropna=False, sort=False):
+        x = d["final_norm"].to_numpy()
+        n = len(x)
+        half = t_quantile(n, level) * x.std(ddof=1) / math.sqrt(n) if n > 1 else float("nan")
+        rows.append({**dict(zip(keys, k, strict=True)), "mean": x.mean(), "ci_lo": x.mean() - half,
+                     "ci_hi": x.mean() + half, "std": x.std(ddof=1) if n > 1 else float("nan"), "seeds": n,
+                     "raw_mean": d["final"].mean()})
+    return pd.DataFrame(rows)
+
+
+def _welch_t(a: np.ndarray, b: np.ndarray) -> float:
+    """Welch's t statistic of mean(a) - mean(b)."""
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    return (a.mean() - b.mean()) / se if se > 0 else (math.inf if a.mean() > b.mean() else 0.0)
+
+
+def verdicts(finals: pd.DataFrame) -> list[dict]:
+    """The paper's findings as checks on our numbers: each with ``reproduced`` (bool) and the evidence.
+
+    "Ahead" means Welch's t > 2 on the normalized final returns over seeds; "tied" means |t| < 2.
+    """
+    out = []
+    main = finals[finals["study"] == "main"]
+
+    def scores(task, algo, study="main", variant="default"):
+        d = finals[(finals["study"] == study) & (finals["task"] == task) & (finals["algo"] == algo)
+                   & (finals["variant"] == variant)]
+        return d["final_norm"].to_numpy()
+
+    if "CartPole-v1" in set(main["task"]):
+        a, b = scores("CartPole-v1", "ppo"), scores("CartPole-v1", "grpo")
+        t = _welch_t(a, b)
+        out.append({"claim": "short task with early termination (CartPole): GRPO and PPO roughly tied",
+                    "reproduced": bool(abs(t) < 2), "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f} "
+                    f"(fraction of the optimum), Welch t = {t:.2f}"})
+    hs = sorted(main["horizon"].dropna().unique())
+    if hs:
+        Tmax, Tmin = int(hs[-1]), int(hs[0])
+        a, b = scores(f"corridor T={Tmax}", "ppo"), scores(f"corridor T={Tmax}", "grpo")
+        t = _welch_t(a, b)
+        out.append({"claim": f"long task without early termination (corridor T={Tmax}): PPO ahead of GRPO",
+                    "reproduced": bool(t > 2), "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f}, "
+                    f"Welch t = {t:.2f}"})
+        gaps = {T: scores(f"corridor T={int(T)}", "ppo").mean() - scores(f"corridor T={int(T)}", "grpo").mean()
+                for T in hs}
+        out.append({"claim": "PPO's lead over GRPO grows with the horizon",
+                    "reproduced": bool(gaps[Tmax] > gaps[Tmin]),
+                    "evidence": ", ".join(f"T={int(T)}: {g:+.3f}" for T, g in gaps.items())})
+    gs = finals[finals["study"] == "group_size"]
+    if not gs.empty:
+        T = int(gs["horizon"].iloc[0])
+        means = {v: d["final_norm"].mean() for v, d in gs.groupby("variant")}
+        main8 = scores(f"corridor T={T}", "grpo")
+        if len(main8):
+            means["G=8"] = main8.mean()
+        order = sorted(means, key=lambda v: int(v.split("=")[1]))
+        out.append({"claim": "smaller groups do better (GRPO, episodes per update fixed)",
+                    "reproduced": bool(means[order[0]] > means[order[-1]]),
+                    "evidence": ", ".join(f"{v}: {means[v]:.3f}" for v in order)})
+    ga = finals[finals["study"] == "gamma"]
+    if not ga.empty:
+        T = int(ga["horizon"].iloc[0])
+        means = {float(v.split("=")[1]): d["final_norm"].mean() for v, d in ga.groupby("variant")}
+        base = scores(f"corridor T={T}", "ppo")
+        if len(base):
+            means[0.99] = base.mean()
+        best = max(means, key=means.get)
+        out.append({"claim": "without early termination a moderate discount (gamma = 0.9) is best (PPO)",
+                    "reproduced": bool(best == min(means)),
+                    "evidence": ", ".join(f"gamma={g}: {means[g]:.3f}" for g in sorted(means))})
+    return out
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    lines = ["| study | task | algorithm | variant | final return (fraction of optimum) | 95% CI | seeds |",
+             "|---|---|---|---|---:|---|---:|"]
+    for _, r in table.iterrows():
+        lines.append(f"| {r['study']} | {r['task']} | {r['algo']} | {r['variant']} | {r['mean']:.3f} | "
+                     f"[{r['ci_lo']:.3f}, {r['ci_hi']:.3f}] | {r['seeds']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(out: str | Path, curves: pd.DataFrame, finals: pd.DataFrame, meta: dict) -> Path:
+    """Write curves.csv, finals.csv, table.md, verdicts.json and meta.json into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    curves.round(5).to_csv(out / "curves.csv", index=False)
+    finals.round(5).to_csv(out / "finals.csv", index=False)
+    (out / "table.md").write_text(_markdown(results_table(finals)))
+    (out / "verdicts.json").write_text(json.dumps(verdicts(finals), indent=1))
+    (out / "meta.json").write_text(json.dumps(meta, indent=1))
+    return out
+
+
+def load_outputs(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Read ``(curves, finals, meta)`` written by :func:`write_outputs`."""
+    path = Path(path)
+    return pd.read_csv(path / "curves.csv"), pd.read_csv(path / "finals.csv"), json.loads(
+        (path / "meta.json").read_text())
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m rltutor.sweep", description=__doc__.splitlines()[0])
+    p.add_argument("--scale", choices=("quick", "full"), default=None, help="sweep size (default: RLTUTOR_QUICK)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--executor", choices=EXECUTORS, default="process",
+                   help="process pool (default), a Ray cluster, or serial in this process")
+    p.add_argument("--workers", type=int, default=None, help="processes for --executor process (default: all CPUs)")
+    a = p.parse_args(argv)
+    scale = resolve_scale(a.scale)
+    runs = plan(scale)
+    print(f"{len(runs)} runs ({scale}) with executor={a.executor}", flush=True)
+    t0 = time.perf_counter()
+    curves, finals = run_sweep(runs=runs, executor=a.executor, workers=a.workers)
+    import torch
+
+    meta = {"command": "python -m rltutor.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "scale": scale, "plan": asdict(SCALES[scale]), "runs": len(runs),
+            "wall_seconds": round(time.perf_counter() - t0, 1), "cpu_seconds": round(float(finals["seconds"].sum()), 1),
+            "python": sys.version.split()[0], "torch": torch.__version__, "machine": platform.machine(),
+            "cpus": os.cpu_count()}
+    out = write_outputs(a.out, curves, finals, meta)
+    print((out / "table.md").read_text())
+    for v in verdicts(finals):
+        print(f"[{'reproduced' if v['reproduced'] else 'NOT reproduced'}] {v['claim']}: {v['evidence']}")
+    print(f"wrote {out} in {meta['wall_seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Tests of the learning-curve sweep: a tiny sweep end to end, the verdict logic, the executors."""
+
+import importlib.util
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rltutor import sweep
+
+TINY = sweep.SweepScale(horizons=(3, 6), seeds=2, steps_corridor=300, steps_cartpole=300, group_sizes=(4,),
+                        gammas=(0.9,), ablation_seeds=2)
+
+
+def test_plan_has_every_configuration_and_enough_seeds():
+    runs = sweep.plan("full")
+    main = [r for r in runs if r.study == "main"]
+    assert {(r.task, r.algo) for r in main} == {(t, a) for a in ("ppo", "grpo")
+                                                for t in ["CartPole-v1", "corridor T=5", "corridor T=20",
+                                                          "corridor T=100"]}
+    assert min(pd.Series([(r.task, r.algo) for r in main]).value_counts()) >= 5
+    assert {r.variant for r in runs if r.study == "group_size"} == {"G=4", "G=16"}
+    for r in runs:
+        if r.study == "group_size":
+            assert r.overrides["group_size"] * r.overrides["num_groups"] == 32
+
+
+def test_tiny_sweep_runs_and_writes_its_table(tmp_path):
+    curves, finals = sweep.run_sweep(TINY, executor="serial")
+    assert len(finals) == len(sweep.plan(TINY))
+    assert finals["final"].notna().all() and (curves["env_steps"] <= 300).all()
+    out = sweep.write_outputs(tmp_path, curves, finals, {"command": "test"})
+    table = (out / "table.md").read_text()
+    assert "corridor T=6" in table and "CartPole-v1" in table and "G=4" in table
+    v = json.loads((out / "verdicts.json").read_text())
+    assert {"claim", "reproduced", "evidence"} <= set(v[0]) and len(v) == 5
+    c2, f2, meta = sweep.load_outputs(out)
+    assert len(f2) == len(finals) and meta["command"] == "test"
+
+
+def test_process_executor_matches_serial():
+    runs = [r for r in sweep.plan(TINY) if r.task == "corridor T=3" and r.study == "main"][:2]
+    _, a = sweep.run_sweep(runs=runs, executor="serial")
+    _, b = sweep.run_sweep(runs=runs, executor="process", workers=2)
+    np.testing.assert_allclose(a["final"].to_numpy(), b["final"].to_numpy())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (optional extra)")
+def test_ray_executor_runs():
+    runs = [r for r in sweep.plan(TINY) if r.task == "corridor T=3" and r.study == "main"][:2]
+    _, finals = sweep.run_sweep(runs=runs, executor="ray")
+    assert len(finals) == 2
+
+
+def test_unknown_executor_is_refused():
+    with pytest.raises(ValueError, match="unknown executor 'dask'.*process, ray, serial"):
+        sweep.run_sweep(runs=[], executor="dask")
+
+
+def _finals(rows):
+    df = pd.DataFrame(rows, columns=["study", "task", "algo", "variant", "horizon", "final_norm"])
+    df["final"] = df["final_norm"]
+    return df
+
+
+def test_verdicts_follow_the_numbers():
+    rows = []
+    for s in range(5):
+        e = 0.01 * s
+        rows += [("main", "CartPole-v1", "ppo", "default", None, 0.5 + e),
+                 ("main", "CartPole-v1", "grpo", "default", None, 0.54 - e),
+                 ("main", "corridor T=5", "ppo", "default", 5, 0.9 + e),
+                 ("main", "corridor T=5", "grpo", "default", 5, 0.9 - e),
+                 ("main", "corridor T=50", "ppo", "default", 50, 0.9 + e),
+                 ("main", "corridor T=50", "grpo", "default", 50, 0.6 + e)]
+    v = {x["claim"].split(":")[0]: x["reproduced"] for x in sweep.verdicts(_finals(rows))}
+    assert v["short task with early termination (CartPole)"]
+    assert v["long task without early termination (corridor T=50)"]
+    assert v["PPO's lead over GRPO grows with the horizon"]
+    # flip the long-horizon result: now GRPO is ahead, and the verdicts must say so
+    flipped = [(a, b, {"ppo": "grpo", "grpo": "ppo"}[c] if b == "corridor T=50" else c, d, e, f)
+               for a, b, c, d, e, f in rows]
+    v = {x["claim"].split(":")[0]: x["reproduced"] for x in sweep.verdicts(_finals(flipped))}
+    assert not v["long task without early termination (corridor T=50)"]
+    assert not v["PPO's lead over GRPO grows with the horizon"]
