@@ -138,7 +138,7 @@ def horizon(scale: str | None = None, seed: int = 0, lengths=None):
     Returns (curves with a column ``L``, summary per (L, algo)).
     """
     sc = resolve_scale(scale)
-    lengths = lengths or ([4, 16, 32] if sc == "quick" else [4, 16, 32, 64])
+    lengths = lengths or ([4, 32] if sc == "quick" else [4, 16, 32, 64])
     steps = {"quick": 30, "full": 300}[sc]
     sft_steps = {"quick": 60, "full": 120}[sc]
     curves, summary = [], []
@@ -212,3 +212,27 @@ def family(scale: str | None = None, seed: int = 0, algos=None):
     curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=dict(max_operand=19)), steps)
                         for a in algos], ignore_index=True)
     return curves, _summary(curves)
+
+
+def main(argv=None):
+    """Run an experiment over several seeds and store its records as CSV, e.g.
+
+    python -m rltutor.experiments.lm horizon --scale quick --seeds 0 1 2 --out notebooks/data/lm_horizon.csv
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Run an LM experiment over seeds; write the records as CSV.")
+    ap.add_argument("experiment", choices=["short_task", "horizon", "length_bias", "clip_higher", "family"])
+    ap.add_argument("--scale", choices=["quick", "full"], default=None)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--out", required=True, help="CSV path for the per-update records")
+    args = ap.parse_args(argv)
+    frames = []
+    for seed in args.seeds:
+        res = globals()[args.experiment](args.scale, seed=seed)
+        frames.append((res[0] if isinstance(res, tuple) else res).assign(seed=seed))
+    pd.concat(frames, ignore_index=True).to_csv(args.out, index=False)
+
+
+if __name__ == "__main__":
+    main()
