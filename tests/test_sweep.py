@@ -84,3 +84,16 @@ def test_verdicts_follow_the_numbers():
     v = {x["claim"].split(":")[0]: x["reproduced"] for x in sweep.verdicts(_finals(flipped))}
     assert not v["long task without early termination (corridor T=50)"]
     assert not v["PPO's lead over GRPO grows with the horizon"]
+
+
+def test_canned_experiments_of_the_horizon_chapters(tmp_path):
+    from rltutor.experiments import horizon
+
+    df = horizon.snr_vs_horizon(horizons=(2, 16), scale="quick")
+    rl = df[df["name"] == "rloo"]
+    assert rl["snr_theory"].notna().all() and df[df["name"] == "grpo"]["snr_theory"].isna().all()
+    runs = [r for r in sweep.plan(TINY) if r.study == "main" and r.task == "corridor T=3"]
+    curves, finals = sweep.run_sweep(runs=runs, executor="serial")
+    sweep.write_outputs(tmp_path, curves, finals, {"command": "x"})
+    c, f, meta = horizon.long_horizon_results(data=tmp_path)
+    assert len(f) == len(runs) and meta["command"] == "x"
