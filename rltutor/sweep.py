@@ -23,7 +23,8 @@ nothing here changes the trainer). Runs are independent, so they go to a
 (``--executor ray``; ``pip install "rltutor[ray]"``, imported only then) or run one after another in
 this process (``--executor serial``).
 
-Outputs in ``--out``: ``curves.csv`` (return against env steps, every run), ``finals.csv`` (one row
+Outputs in ``--out``: ``runs.jsonl`` (each finished run, written as it finishes: rerunning the same
+command resumes an interrupted sweep), ``curves.csv`` (return against env steps, every run), ``finals.csv`` (one row
 per run: mean return over the last 20% of its episodes), ``table.md`` (mean and 95% confidence
 interval over seeds), ``verdicts.json`` (which of the paper's findings reproduced, computed from the
 numbers) and ``meta.json`` (the exact command, scale, versions, wall time).
@@ -41,7 +42,7 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -82,7 +83,7 @@ class SweepScale:
 SCALES = {
     "quick": SweepScale(horizons=(5, 20), seeds=2, steps_corridor=1500, steps_cartpole=1500, group_sizes=(4,),
                         gammas=(0.9,), ablation_seeds=2),
-    "full": SweepScale(horizons=(5, 20, 100), seeds=5, steps_corridor=40_000, steps_cartpole=40_000,
+    "full": SweepScale(horizons=(5, 20, 80), seeds=5, steps_corridor=30_000, steps_cartpole=30_000,
                        group_sizes=(4, 16), gammas=(0.9, 1.0), ablation_seeds=3),
 }
 
@@ -157,12 +158,35 @@ def run_one(run: Run, max_points: int = 60) -> dict:
     }
 
 
-def _run_all(runs: list[Run], executor: str, workers: int | None) -> list[dict]:
+def _key(run_info: dict) -> str:
+    keys = ("study", "task", "env", "algo", "seed", "total_steps", "variant", "horizon", "overrides")
+    return json.dumps([run_info[k] for k in keys])
+
+
+def _run_all(runs: list[Run], executor: str, workers: int | None, log: Path | None = None) -> list[dict]:
+    """Run every run (in order of the list); with ``log``, append each result to it as a JSON line as soon
+    as it finishes and skip runs already logged there (so an interrupted sweep resumes)."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    done: dict[str, dict] = {}
+    if log is not None and log.exists():
+        for line in log.read_text().splitlines():
+            if line.strip():
+                res = json.loads(line)
+                done[_key(res["run"])] = res
+    infos = [{**asdict(r), "overrides": json.dumps(r.overrides, sort_keys=True)} for r in runs]
+    todo = [r for r, i in zip(runs, infos, strict=True) if _key(i) not in done]
+
+    def record(res: dict) -> None:
+        done[_key(res["run"])] = res
+        if log is not None:
+            with log.open("a") as f:
+                f.write(json.dumps(res) + "\n")
+
     if executor == "serial":
-        return [run_one(r) for r in runs]
-    if executor == "ray":
+        for r in todo:
+            record(run_one(r))
+    elif executor == "ray":
         try:
             import ray
         except ImportError as e:
@@ -170,18 +194,28 @@ def _run_all(runs: list[Run], executor: str, workers: int | None) -> list[dict]:
         if not ray.is_initialized():
             ray.init(ignore_reinit_error=True, include_dashboard=False)
         remote = ray.remote(num_cpus=1)(run_one)
-        return ray.get([remote.remote(r) for r in runs])
-    workers = workers or os.cpu_count() or 1
-    import multiprocessing as mp
+        pending = [remote.remote(r) for r in todo]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            record(ray.get(ready[0]))
+    elif todo:
+        import multiprocessing as mp
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        return list(pool.map(run_one, runs))
+        workers = workers or os.cpu_count() or 1
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            for fut in as_completed([pool.submit(run_one, r) for r in todo]):
+                record(fut.result())
+    return [done[_key(i)] for i in infos]
 
 
 def run_sweep(scale: str | SweepScale | None = None, executor: str = "process", workers: int | None = None,
-              runs: list[Run] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run every run of the plan; return ``(curves, finals)`` DataFrames (one row per point / per run)."""
-    results = _run_all(runs if runs is not None else plan(scale), executor, workers)
+              runs: list[Run] | None = None, log: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run every run of the plan; return ``(curves, finals)`` DataFrames (one row per point / per run).
+
+    ``log``: a JSON-lines file of finished runs (appended to as runs finish; runs found there are not rerun).
+    """
+    results = _run_all(runs if runs is not None else plan(scale), executor, workers,
+                       Path(log) if log is not None else None)
     curves, finals = [], []
     for res in results:
         r = res["run"]
@@ -313,7 +347,8 @@ def main(argv=None) -> None:
     runs = plan(scale)
     print(f"{len(runs)} runs ({scale}) with executor={a.executor}", flush=True)
     t0 = time.perf_counter()
-    curves, finals = run_sweep(runs=runs, executor=a.executor, workers=a.workers)
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    curves, finals = run_sweep(runs=runs, executor=a.executor, workers=a.workers, log=Path(a.out) / "runs.jsonl")
     import torch
 
     meta = {"command": "python -m rltutor.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
