@@ -52,7 +52,8 @@ import pandas as pd
 from rltutor.plots import t_quantile
 from rltutor.utils import resolve_scale
 
-__all__ = ["Run", "SweepScale", "SCALES", "plan", "run_one", "run_sweep", "results_table", "verdicts",
+__all__ = ["Run", "SweepScale", "SCALES", "plan", "run_one", "run_sweep", "curves_on_grid", "results_table",
+           "verdicts",
            "write_outputs", "load_outputs", "main", "EXECUTORS"]
 
 EXECUTORS = ("process", "ray", "serial")
@@ -228,6 +229,26 @@ def run_sweep(scale: str | SweepScale | None = None, executor: str = "process", 
     finals["final_norm"] = finals["final"] / finals["optimal"]
     curves["return_norm"] = curves["episode_return"] / curves["optimal"]
     return curves, finals
+
+
+def curves_on_grid(curves: pd.DataFrame) -> pd.DataFrame:
+    """Each run's curve on the common grid of its task: windows where a run finished no episode take the
+    run's previous value (forward fill); points before its first episode are dropped, and so are points
+    that fewer than 2 seeds reach (a confidence band needs 2)."""
+    run_keys = ["study", "task", "algo", "variant", "seed"]
+    out = []
+    for _, d in curves.groupby(run_keys[:-1], sort=False):
+        grid = np.sort(d["env_steps"].unique())
+        for _, r in d.groupby("seed"):
+            r = r.set_index("env_steps").reindex(grid)
+            r[["episode_return", "return_norm"]] = r[["episode_return", "return_norm"]].ffill()
+            r = r.ffill().bfill().assign(
+                episode_return=r["episode_return"], return_norm=r["return_norm"])  # ids filled, values not
+            out.append(r.dropna(subset=["return_norm"]).reset_index())
+    on = pd.concat(out, ignore_index=True)
+    on["seed"] = on["seed"].astype(int)
+    n = on.groupby(run_keys[:-1] + ["env_steps"])["seed"].transform("count")
+    return on[n >= 2].reset_index(drop=True)
 
 
 def results_table(finals: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:

@@ -107,3 +107,15 @@ def test_canned_experiments_of_the_horizon_chapters(tmp_path):
     sweep.write_outputs(tmp_path, curves, finals, {"command": "x"})
     c, f, meta = horizon.long_horizon_results(data=tmp_path)
     assert len(f) == len(runs) and meta["command"] == "x"
+
+
+def test_curves_on_grid_fills_windows_without_episodes():
+    base = dict(study="main", task="t", env="corridor", algo="ppo", variant="default", optimal=1.0)
+    pts = [(1, 1.0, 0.1), (1, 2.0, 0.2), (1, 3.0, 0.3), (2, 2.0, 0.5), (2, 3.0, 0.6), (3, 1.0, 0.7), (3, 3.0, 0.9)]
+    rows = [dict(base, seed=s, env_steps=x, episode_return=y) for s, x, y in pts]
+    c = pd.DataFrame(rows)
+    c["return_norm"] = c["episode_return"]
+    g = sweep.curves_on_grid(c)
+    s3 = g[g["seed"] == 3].set_index("env_steps")["return_norm"]
+    assert s3.to_dict() == {1.0: 0.7, 2.0: 0.7, 3.0: 0.9}  # the empty window at 2 carries 0.7 forward
+    assert set(g[g["seed"] == 2]["env_steps"]) == {2.0, 3.0}  # nothing before seed 2's first episode
