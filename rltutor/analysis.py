@@ -64,6 +64,7 @@ policy is a table of logits per step instead of an MLP over (cue, t / T, x_t / T
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -197,8 +198,8 @@ class Rollouts:
     task: ChainTask
     good: torch.Tensor
     """(M, B, T) bool: was the action good"""
-    actions: torch.Tensor
-    """(M, B, T) long: the actions (0 = good)"""
+    actions: torch.Tensor | None
+    """(M, B, T) long: the actions (0 = good); None when K = 2 (then the action is 1 - good)"""
     eps: torch.Tensor | None
     """(M, B, T) standard normal reward-noise draws, or None when the task has no reward noise"""
     xi: torch.Tensor | None
@@ -221,7 +222,7 @@ def sample_rollouts(task: ChainTask, n_batches: int, batch_size: int, seed: int 
     gen = torch.Generator().manual_seed(int(seed))
     good = torch.rand(M, B, T, generator=gen) < task.p_good  # (M, B, T)
     if task.K == 2:
-        actions = (~good).long()
+        actions = None  # with two actions, "good" says it all (the wrong action is 1)
     else:
         wrong = 1 + torch.randint(0, task.K - 1, (M, B, T), generator=gen)  # a uniform wrong action
         actions = torch.where(good, torch.zeros_like(wrong), wrong)
@@ -231,6 +232,13 @@ def sample_rollouts(task: ChainTask, n_batches: int, batch_size: int, seed: int 
     if critic_draws:
         xi = torch.randn(M, B, T, generator=torch.Generator().manual_seed(int(seed) + 2_000_003), dtype=dtype)
     return Rollouts(task, good, actions, eps, xi, dtype)
+
+
+@functools.lru_cache(maxsize=24)
+def _cached_rollouts(task: ChainTask, n_batches: int, batch_size: int, seed: int, dtype, critic_draws: bool):
+    """The same seed gives the same samples, so keep the last few: moving a slider that does not change
+    the trajectories (G, gamma, lambda, the critic's error) then costs no sampling. Read-only use only."""
+    return sample_rollouts(task, n_batches, batch_size, seed, dtype=dtype, critic_draws=critic_draws)
 
 
 def reward_unit(task: ChainTask) -> float:
@@ -478,7 +486,7 @@ def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size
         if s.name in GROUP_NAMES:
             check_params(name=s.name, G=s.G, batch_size=batch_size)
     need_xi = any(s.name == "gae_critic" and s.critic_noise > 0 for s in specs)
-    roll = sample_rollouts(task, n_batches, batch_size, seed, dtype=dtype, critic_draws=need_xi)
+    roll = _cached_rollouts(task, int(n_batches), int(batch_size), int(seed), dtype, need_xi)
     r = task_rewards(roll)
     gt = true_gradient(task)
     values: dict[float, torch.Tensor] = {}
