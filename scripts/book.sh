@@ -6,6 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export RLTUTOR_QUICK=${RLTUTOR_QUICK:-1}
-export MPLBACKEND=Agg
 .venv/bin/jupyter-book build -W -n --keep-going .
 echo "The book is at: $(pwd)/_build/html/index.html"

@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export RLTUTOR_QUICK=1 MPLBACKEND=Agg PYTHONHASHSEED=0
+# Quick scale everywhere; one BLAS/OpenMP thread per process (pytest-xdist already uses both cores,
+# and oversubscribed threads make small tensor loops 20-40x slower on a shared 2-core machine).
+export RLTUTOR_QUICK=1 PYTHONHASHSEED=0 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== unit, property and integration tests"
-.venv/bin/python -m pytest -q -n 2 -m "not book" tests
+MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "not book" tests
 echo "== notebooks (nbval)"
 .venv/bin/python -m pytest -q -n 2 --nbval-lax notebooks
 echo "== book build and rendered-book tests"
