@@ -1,0 +1,123 @@
+"""Speed of the variance-vs-horizon measurements (chapter 04): can the explorer answer live?
+
+Goals (issue 5): a full curve, 20 horizons x 3 estimators, in under 1 s; one slider update in under
+100 ms. Measured on this machine, median of ``--repeats`` runs:
+
+* ``curve`` (fresh samples each time): :func:`rltutor.analysis.measure_specs` at 20 horizons from 1
+  to 256 for GRPO, GAE (true V) and GAE (noisy critic), 64 batches of 32 trajectories per point;
+  with the vectorized discounted sums (``fast``) and with the loop-over-T functions of
+  :mod:`rltutor.advantages` (``library loops``).
+* ``live update``: what :func:`rltutor.widgets.horizon_explorer` recomputes when a knob moves (the
+  default 9 horizons x 4 estimators): with fresh trajectories (task or reward noise moved) and with the
+  cached ones (G, gamma, lambda or the critic's error moved); and one point (6 estimators at T = 64).
+* ``static slider update``: what the kernel-free page does when a slider moves: look the curves up
+  and draw the SVG (:data:`rltutor.explorer.JS_CORE`, timed in node when node is installed).
+
+Run: ``python benchmarks/variance.py`` (prints a Markdown table for benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rltutor import analysis as an
+from rltutor import explorer as ex
+from rltutor import widgets
+
+
+def _median_time(fn, repeats: int, cold: bool = True, before=None) -> float:
+    """Median wall time of fn(); ``cold`` empties the rollout cache first (fresh samples every time);
+    ``before`` runs untimed before each call (e.g. to fill the cache with the old slider state)."""
+    fn()  # warm-up (imports, allocator)
+    ts = []
+    for _ in range(repeats):
+        if cold:
+            an._cached_rollouts.cache_clear()
+        if before is not None:
+            before()
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def _curve(fast: bool):
+    horizons = np.unique(np.round(np.geomspace(1, 256, 24)).astype(int))[:20]
+    assert len(horizons) == 20
+    specs = [an.EstimatorSpec("grpo", G=8), an.EstimatorSpec("gae", lam=0.95),
+             an.EstimatorSpec("gae_critic", lam=0.95, critic_noise=1.0)]
+
+    def run():
+        for i, T in enumerate(horizons):
+            an.measure_specs(an.make_task("corridor", T=int(T)), specs, batch_size=32, n_batches=64, seed=i,
+                             fast=fast)
+
+    return run
+
+
+def _node_time(repeats: int) -> float | None:
+    if shutil.which("node") is None:
+        return None
+    data = ex.compute_explorer_data(ex.GRIDS["quick"])
+    probe = r"""
+const data = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const show = {}; Object.keys(data.labels).forEach(e => show[e] = true);
+const st = {task: data.grid.tasks[0], noise: 0, metric: 'snr', T: 1, G: 0, gamma: 0, lam: 0, crit: 0, show};
+const n = 2000, t0 = process.hrtime.bigint();
+for (let i = 0; i < n; i++) { st.lam = i % data.grid.lam.length; rlxSvg(data, st, 640, 380); rlxReadout(data, st); }
+console.log(JSON.stringify(Number(process.hrtime.bigint() - t0) / 1e9 / n));
+"""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "d.json").write_text(json.dumps(data))
+        (Path(d) / "p.js").write_text(ex.JS_CORE + probe)
+        out = subprocess.run(["node", str(Path(d) / "p.js"), str(Path(d) / "d.json")], capture_output=True,
+                             text=True, timeout=120)
+    return float(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core CPU)")
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    rows = []
+    rows.append(("curve: 20 horizons x 3 estimators (fast)", _median_time(_curve(True), a.repeats), 1.0))
+    rows.append(("curve: 20 horizons x 3 estimators (library loops)", _median_time(_curve(False), a.repeats), 1.0))
+    rows.append(("live update, trajectories resampled (task or noise moved): 9 horizons x 4 estimators",
+                 _median_time(lambda: widgets.explorer_frame("corridor", lam=0.5), a.repeats), 0.1))
+    rows.append(("live update, trajectories reused (G, gamma, lambda or critic moved): 9 horizons x 4 estimators",
+                 _median_time(lambda: widgets.explorer_frame("corridor", lam=0.5), a.repeats,
+                              before=lambda: widgets.explorer_frame("corridor", lam=0.95)), 0.1))
+    rows.append(("live single point: 6 estimators at T = 64",
+                 _median_time(lambda: an.measure("corridor", T=64, n_batches=64), a.repeats), 0.1))
+    js = _node_time(a.repeats)
+    if js is not None:
+        rows.append(("static slider update: SVG redraw in JavaScript (node)", js, 0.1))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f} "
+          f"at the end, {torch.get_num_threads()} torch thread(s), python {sys.version.split()[0]}, "
+          f"torch {torch.__version__}")
+    print()
+    print("| measurement | median time | goal | met |")
+    print("|---|---:|---:|:-:|")
+    for name, t, goal in rows:
+        shown = f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
+        print(f"| {name} | {shown} | {goal * 1e3:.0f} ms | {'yes' if t < goal else 'no'} |")
+
+
+if __name__ == "__main__":
+    main()
