@@ -190,3 +190,19 @@ def test_live_explorer_builds_and_redraws_on_a_slider_change():
     lam.value = 0.5
     assert box.state["redraws"] == 2 and box.state["error"] is None
     assert set(box.state["frame"]["lam"]) == {0.5} and set(first["lam"]) == {0.95}
+
+
+@pytest.mark.skipif(not DATA_FILE.exists(), reason="the full explorer data has not been generated")
+def test_committed_full_data_is_reproduced_by_the_code():
+    """Recompute the first cells (T = 1, 2 of the first task, no noise) and compare with the file."""
+    data = ex.load_data(DATA_FILE)
+    g = ex.ExplorerGrid(**{k: tuple(v) if isinstance(v, list) else v for k, v in data["grid"].items()})
+    specs = ex._specs(g)
+    for ti in (0, 1):
+        rows = an.measure_specs(an.make_task(g.tasks[0], T=g.T[ti], noise=g.noise[0]), [s for _, s in specs],
+                                batch_size=g.batch_size, n_batches=g.n_batches, seed=g.seed + ti)
+        for (key, _), row in zip(specs, rows, strict=True):
+            node = data["values"][g.tasks[0]][0]["cosine"][key[0]]
+            for idx in key[1:]:
+                node = node[idx]
+            assert node[ti] == pytest.approx(row["cosine"], rel=1e-3, abs=1e-6), key
