@@ -62,8 +62,9 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     """Sample one completion per row of ``prompts`` (B, P).
 
     Returns a dict with ``tokens`` (B, P + T) prompt and completion, ``responses`` (B, T), ``logp``
-    (B, T) = log pi(o_t | q, o_<t) at this temperature, and ``mask`` (B, T) = 1 for tokens up to and
-    including the first EOS. After EOS a row is padded with PAD (mask 0). ``T <= max_new_tokens``:
+    (B, T) = log pi(o_t | q, o_<t) at this temperature, ``entropy`` (B, T) of each next-token
+    distribution, ``mask`` (B, T) = 1 for tokens up to and including the first EOS, and, if the model
+    has a value head, ``values`` (B, T) = V(s_t) read off the same forward passes. After EOS a row is padded with PAD (mask 0). ``T <= max_new_tokens``:
     sampling stops when every row has ended (``stop_early``). ``temperature=0`` is greedy decoding,
     with log-probs of the untempered distribution.
 
