@@ -250,14 +250,16 @@ function rlxSvg(data, st, W, H) {
   var ests = Object.keys(data.labels).filter(function (e) { return st.show[e]; });
   var curves = ests.map(function (e) { return rlxCurve(data, st, e); });
   var lo = Infinity, hi = -Infinity;
+  function ok(v) { return isFinite(v) && (!logY || v > 0); }  // on a log axis 0 means "not measurable"
   curves.forEach(function (c) { c.forEach(function (v) {
-    var y = logY ? Math.log10(Math.max(v, 1e-6)) : v; if (y < lo) lo = y; if (y > hi) hi = y; }); });
+    if (!ok(v)) return;
+    var y = logY ? Math.log10(v) : v; if (y < lo) lo = y; if (y > hi) hi = y; }); });
   if (!isFinite(lo)) { lo = 0; hi = 1; }
   if (logY) { lo = Math.floor(lo); hi = Math.ceil(hi); if (hi === lo) hi = lo + 1; }
   else { lo = Math.min(0, lo); hi = 1; }
   var x0 = Math.log2(Ts[0]), x1 = Math.log2(Ts[Ts.length - 1]);
   function X(T) { return m.l + (x1 === x0 ? 0.5 : (Math.log2(T) - x0) / (x1 - x0)) * pw; }
-  function Y(v) { var y = logY ? Math.log10(Math.max(v, 1e-6)) : v; return m.t + (1 - (y - lo) / (hi - lo)) * ph; }
+  function Y(v) { var y = logY ? Math.log10(v) : v; return m.t + (1 - (y - lo) / (hi - lo)) * ph; }
   var s = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H +
            '" font-family="sans-serif" font-size="11">'];
   s.push('<rect x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph + '" fill="none" stroke="#999"/>');
@@ -285,10 +287,16 @@ function rlxSvg(data, st, W, H) {
   s.push('<line class="rlx-marker" x1="' + xs + '" x2="' + xs + '" y1="' + m.t + '" y2="' + (m.t + ph) +
          '" stroke="#444" stroke-dasharray="4,3"/>');
   ests.forEach(function (e, i) {
-    var c = curves[i], pts = c.map(function (v, j) { return X(Ts[j]).toFixed(1) + ',' + Y(v).toFixed(1); });
-    s.push('<polyline class="rlx-line" data-est="' + e + '" fill="none" stroke-width="2" stroke="' + RLX_COLORS[e] +
-           '" points="' + pts.join(' ') + '"/>');
-    s.push('<circle cx="' + xs + '" cy="' + Y(c[st.T]).toFixed(1) + '" r="4" fill="' + RLX_COLORS[e] + '"/>');
+    var c = curves[i], d = [], pen = 'M';
+    c.forEach(function (v, j) {
+      if (!ok(v)) { pen = 'M'; return; }  // a gap where the value cannot be drawn
+      d.push(pen + X(Ts[j]).toFixed(1) + ',' + Y(v).toFixed(1)); pen = 'L';
+    });
+    s.push('<path class="rlx-line" data-est="' + e + '" fill="none" stroke-width="2" stroke="' + RLX_COLORS[e] +
+           '" d="' + (d.length ? d.join(' ') : 'M0,0') + '"/>');
+    if (ok(c[st.T])) {
+      s.push('<circle cx="' + xs + '" cy="' + Y(c[st.T]).toFixed(1) + '" r="4" fill="' + RLX_COLORS[e] + '"/>');
+    }
   });
   s.push('</svg>');
   return s.join('');

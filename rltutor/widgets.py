@@ -63,7 +63,7 @@ def plot_explorer(df: pd.DataFrame, metric: str = "snr", T_marker: int | None = 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
     for name, d in df.groupby("name", sort=False):
-        y = d[metric].clip(lower=1e-6) if metric != "cosine" else d[metric]
+        y = d[metric].where(d[metric] > 0) if metric != "cosine" else d[metric]  # 0 on a log axis: not measurable
         ax.plot(d["T"], y, marker="o", ms=3, color=COLORS.get(name), label=ESTIMATOR_LABELS.get(name, name))
     ax.set_xscale("log", base=2)
     if metric != "cosine":

@@ -80,7 +80,7 @@ for (const task of g.tasks) for (const metric of data.metrics) for (let noise = 
     for (let lam = 0; lam < g.lam.length; lam++) for (let crit = 0; crit < g.critic_noise.length; crit++) {
       const svg = rlxSvg(data, st({task, metric, noise, T, G, gamma, lam, crit}), 600, 360);
       out.svgs++;
-      const lines = (svg.match(/<polyline/g) || []).length;
+      const lines = (svg.match(/<path class="rlx-line"/g) || []).length;
       if (lines !== Object.keys(data.labels).length || /NaN|undefined|Infinity/.test(svg)) out.bad++;
     }
 const keys = {T: 'T', G: 'G', gamma: 'gamma', lam: 'lam', noise: 'noise', crit: 'critic_noise'};
@@ -113,7 +113,7 @@ BROWSER_PROBE = """<script>
 window.addEventListener('load', function () {
   var root = document.querySelector('.rlx-explorer'), res = {};
   function plot() { return root.querySelector('.rlx-plot').innerHTML; }
-  res.lines = root.querySelectorAll('polyline.rlx-line').length;
+  res.lines = root.querySelectorAll('path.rlx-line').length;
   root.querySelectorAll('input[type=range]').forEach(function (el) {
     if (+el.max < 1) return;
     var b = plot(); el.value = (+el.value + 1) % (+el.max + 1); el.dispatchEvent(new Event('input'));
