@@ -99,6 +99,8 @@ __all__ = [
     "horizon_curve",
     "check_params",
     "snr_theory",
+    "measure_cached",
+    "relevant_spec",
 ]
 
 REWARDS = ("dense", "terminal", "exact")
@@ -205,6 +207,8 @@ class Rollouts:
     xi: torch.Tensor | None
     """(M, B, T) standard normal critic-error draws (scaled by an estimator's critic_noise), or None"""
     dtype: torch.dtype = torch.float32
+    values: dict = field(default_factory=dict, repr=False)
+    """cache of exact value functions V (M, B, T) by gamma, filled by :func:`estimator_advantages`"""
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -383,11 +387,12 @@ def estimator_advantages(spec: EstimatorSpec, roll: Rollouts, rewards: torch.Ten
     ``group_advantages``), the functions the trainer uses, whose recursions loop over T.
     ``fast=True`` (default) computes the same discounted reverse sums as one matrix product with
     :func:`reverse_discounted_sum` (the tests check both agree); group advantages always come from
-    :func:`rltutor.advantages.group_advantages`. ``values`` caches exact value functions by gamma.
+    :func:`rltutor.advantages.group_advantages`. ``values`` caches exact value functions by gamma
+    (default: the rollouts' own cache, which keeps at most 4 gammas).
     """
     M, B, T = roll.shape
     r = rewards.reshape(M * B, T)  # (M*B, T): one row per trajectory
-    mask = torch.ones_like(r)
+    mask = None if fast else torch.ones_like(r)
     if spec.name == "reinforce":
         if fast:
             adv = reverse_discounted_sum(r, spec.gamma)  # G_t = sum_k gamma^(k-t) r_k
@@ -403,7 +408,9 @@ def estimator_advantages(spec: EstimatorSpec, roll: Rollouts, rewards: torch.Ten
         adv = a[:, None].expand(M * B, T)  # one number on every step of the row
     else:
         if values is None:
-            values = {}
+            values = roll.values
+        if spec.gamma not in values and len(values) >= 4:
+            values.clear()  # bound the memory a long slider session can hold
         if spec.gamma not in values:
             values[spec.gamma] = true_values(roll, spec.gamma)
         v = values[spec.gamma].reshape(M * B, T)
@@ -489,7 +496,7 @@ def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size
     roll = _cached_rollouts(task, int(n_batches), int(batch_size), int(seed), dtype, need_xi)
     r = task_rewards(roll)
     gt = true_gradient(task)
-    values: dict[float, torch.Tensor] = {}
+    values = roll.values if roll.dtype == dtype else {}
     rows, grads = [], []
     for s in specs:
         g = batch_gradients(roll, estimator_advantages(s, roll, r, values, fast=fast))
@@ -501,6 +508,23 @@ def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size
         if return_gradients:
             grads.append(g)
     return (rows, grads) if return_gradients else rows
+
+
+def relevant_spec(spec: EstimatorSpec) -> EstimatorSpec:
+    """The spec with the knobs its estimator ignores set to defaults (so equal results get equal keys)."""
+    keep = {"reinforce": ("gamma",), "grpo": ("G", "eps"), "dr_grpo": ("G",), "rloo": ("G",),
+            "gae": ("gamma", "lam"), "gae_critic": ("gamma", "lam", "critic_noise")}[spec.name]
+    return EstimatorSpec(spec.name, **{k: getattr(spec, k) for k in keep})
+
+
+@functools.lru_cache(maxsize=512)
+def measure_cached(task: ChainTask, spec: EstimatorSpec, batch_size: int, n_batches: int, seed: int) -> dict:
+    """One estimator at one task, memoized: a live explorer recomputes only what a slider changed.
+
+    Same numbers as :func:`measure_specs` with the same arguments (same seed, same samples). Pass the
+    spec through :func:`relevant_spec` first to share results across knobs the estimator ignores.
+    """
+    return measure_specs(task, [spec], batch_size=batch_size, n_batches=n_batches, seed=seed)[0]
 
 
 def _specs(estimators: Iterable[str], G: int, gamma: float, lam: float, critic_noise: float):

@@ -39,9 +39,11 @@ def explorer_frame(task: str = "corridor", *, estimators=("grpo", "rloo", "gae",
                    horizons=HORIZONS, G: int = 8, gamma: float = 1.0, lam: float = 0.95, noise: float = 0.0,
                    critic_noise: float = 1.0, batch_size: int = 32, n_batches: int = 64,
                    seed: int = 0) -> pd.DataFrame:
-    """The numbers behind one redraw: :func:`rltutor.analysis.measure` at every horizon.
+    """The numbers behind one redraw: every estimator at every horizon (as :func:`~rltutor.analysis.horizon_curve`).
 
-    Every batch has ``batch_size`` trajectories (``batch_size / G`` groups for the group estimators).
+    Results are memoized per estimator (:func:`rltutor.analysis.measure_cached`), so moving lambda
+    recomputes only the GAE estimators, moving G only the group ones. Every batch has ``batch_size``
+    trajectories (``batch_size / G`` groups for the group estimators).
     Bad values raise ValueError naming the value and the fix (e.g. G < 2, lambda outside [0, 1]).
     """
     if not estimators:
@@ -51,9 +53,14 @@ def explorer_frame(task: str = "corridor", *, estimators=("grpo", "rloo", "gae",
     if group and batch_size % G:
         raise ValueError(f"batch size {batch_size} is not a multiple of the group size G={G}; "
                          "pick G dividing the batch (2, 4, 8, 16 or 32 for 32 trajectories)")
-    return an.horizon_curve(horizons, task, G=G if group else 2, n_groups=batch_size // (G if group else 2),
-                            gamma=gamma, lam=lam, noise=noise, critic_noise=critic_noise,
-                            estimators=tuple(estimators), n_batches=n_batches, seed=seed)
+    rows = []
+    for i, T in enumerate(horizons):  # seeds as in rltutor.analysis.horizon_curve: seed + position
+        t = an.make_task(task, T=int(T), noise=noise)
+        for e in estimators:
+            spec = an.relevant_spec(an.EstimatorSpec(e, G=G if group else 2, gamma=gamma, lam=lam,
+                                                     critic_noise=critic_noise))
+            rows.append(an.measure_cached(t, spec, batch_size, n_batches, seed + i))
+    return pd.DataFrame(rows)
 
 
 def plot_explorer(df: pd.DataFrame, metric: str = "snr", T_marker: int | None = None, ax=None):
