@@ -39,13 +39,14 @@ from rltutor import widgets
 
 
 def _median_time(fn, repeats: int, cold: bool = True, before=None) -> float:
-    """Median wall time of fn(); ``cold`` empties the rollout cache first (fresh samples every time);
+    """Median wall time of fn(); ``cold`` empties the caches first (fresh samples, nothing memoized);
     ``before`` runs untimed before each call (e.g. to fill the cache with the old slider state)."""
     fn()  # warm-up (imports, allocator)
     ts = []
     for _ in range(repeats):
-        if cold:
+        if cold:  # forget sampled trajectories and memoized results
             an._cached_rollouts.cache_clear()
+            an.measure_cached.cache_clear()
         if before is not None:
             before()
         t0 = time.perf_counter()
