@@ -103,7 +103,9 @@ def run_sb3(seed: int, budget: int) -> dict:
 
 
 def fmt(x, spec):
-    return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "-"
+    return "not reached" if x == float("inf") else format(x, spec)
 
 
 def table(results: dict[str, list[dict]]) -> str:
