@@ -29,7 +29,8 @@ One update (:meth:`Trainer.update`), with the paper's symbols:
 
 Implementation details (numbered as in CleanRL's docs, "The 37 Implementation Details of PPO")
 
-1. Adam with eps = 1e-5, learning rate annealed linearly to 0 over ``total_steps`` env steps.
+1. Adam with eps = 1e-5 (fused: one kernel per step), learning rate annealed linearly to 0 over
+   ``total_steps`` env steps.
 2. Minibatches are sets of *rows* (episodes or episode pieces), not of single steps, so a row's
    steps stay together: what aggregation modes such as "seq-mean-token-mean" need.
 3. The value loss is clipped around the old values when ``vf_clip`` is set (CleanRL default 0.2)
@@ -40,8 +41,16 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
    minibatch shuffling, the environments own seeded numpy generators, and checkpoints save all of
    them, so a resumed run continues exactly like the uninterrupted one.
 
+6. Metrics per update (``Trainer.history``, one dict each): ``env_steps``; ``episode_return`` (mean
+   return of the episodes finished in this update) and ``return_last10``; ``policy_loss``,
+   ``value_loss``, ``entropy``, ``approx_kl`` (k3 estimate of KL(pi_old || pi)), ``clip_frac``,
+   ``grad_norm`` (before clipping), all averaged over the minibatch steps; ``explained_variance``
+   1 - Var[R - V] / Var[R]; ``zero_std_frac`` (groups of >= 2 rows whose scores are all equal);
+   ``kl_ref`` (when ``kl_coef > 0``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time).
+
 Deviations: DAPO resamples until the batch is full of informative groups; we only drop (the batch
-shrinks). The value loss always uses token-mean (see 3).
+shrinks). The value loss always uses token-mean (see 3). Unlike CleanRL, minibatches are rows, not
+single steps (see 2); with long episodes that makes each minibatch more correlated.
 """
 
 from __future__ import annotations
