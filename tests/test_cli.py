@@ -57,3 +57,12 @@ def test_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "grpo" in out and "CartPole-v1" in out and "gae" in out
+
+
+def test_console_script_points_at_main():
+    from importlib.metadata import entry_points
+
+    scripts = [e for e in entry_points(group="console_scripts") if e.name == "rltutor"]
+    if not scripts:
+        pytest.skip("rltutor is not installed (pip install -e .)")
+    assert scripts[0].value == "rltutor.cli:main"

@@ -215,3 +215,20 @@ def test_trainer_refuses_half_a_plugin():
     with pytest.raises(ValueError, match="both"):
         Trainer(cfg, policy=MLPActorCritic(4, 2))
     assert np.isfinite(cfg.lr)
+
+
+def test_every_config_field_has_a_docstring_line():
+    import ast
+    import dataclasses
+    import inspect
+
+    import rltutor.train as train_module
+
+    tree = ast.parse(inspect.getsource(train_module))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Config")
+    documented = set()
+    for stmt, nxt in zip(cls.body, cls.body[1:], strict=False):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            documented.add(stmt.target.id)
+    fields = {f.name for f in dataclasses.fields(Config)}
+    assert fields == documented, fields ^ documented
