@@ -108,10 +108,11 @@ def test_critic_choices_and_cost():
 
 @pytest.mark.parametrize("algo", list(LM_ALGOS))
 def test_every_algorithm_runs_a_step(algo):
-    cfg = lm_config(algo, "addition", "quick", seed=0, task_options=dict(max_operand=9),
+    # the sequence task's fraction reward varies even for an untrained model, so no group is dead
+    cfg = lm_config(algo, "sequence", "quick", seed=0, task_options=dict(L=3),
                     env_options=dict(n_embd=16, sft_steps=0), num_groups=2)
     df = run_lm(cfg, steps=1)
-    assert len(df) == 1 and df["grad_norm"].notna().all() or df["rows"].iloc[0] == 0
+    assert len(df) == 1 and df["rows"].iloc[0] > 0 and df["grad_norm"].notna().all()
 
 
 @pytest.mark.parametrize("kl_in_reward", [False, True])
