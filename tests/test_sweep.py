@@ -39,6 +39,7 @@ def test_tiny_sweep_runs_and_writes_its_table(tmp_path):
     assert len(f2) == len(finals) and meta["command"] == "test"
 
 
+@pytest.mark.slow  # starts two fresh Python processes (spawn), each importing torch
 def test_process_executor_matches_serial():
     runs = [r for r in sweep.plan(TINY) if r.task == "corridor T=3" and r.study == "main"][:2]
     _, a = sweep.run_sweep(runs=runs, executor="serial")
