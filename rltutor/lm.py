@@ -64,9 +64,10 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     Returns a dict with ``tokens`` (B, P + T) prompt and completion, ``responses`` (B, T), ``logp``
     (B, T) = log pi(o_t | q, o_<t) at this temperature, ``entropy`` (B, T) of each next-token
     distribution, ``mask`` (B, T) = 1 for tokens up to and including the first EOS, and, if the model
-    has a value head, ``values`` (B, T) = V(s_t) read off the same forward passes. After EOS a row is padded with PAD (mask 0). ``T <= max_new_tokens``:
-    sampling stops when every row has ended (``stop_early``). ``temperature=0`` is greedy decoding,
-    with log-probs of the untempered distribution.
+    has a value head, ``values`` (B, T) = V(s_t) read off the same forward passes. After EOS a row is
+    padded with PAD (mask 0). ``T <= max_new_tokens``: sampling stops when every row has ended
+    (``stop_early``). ``temperature=0`` is greedy decoding, with log-probs of the untempered
+    distribution.
 
     With ``use_cache`` each step feeds only the newest token and reads earlier keys/values from the
     KV cache; without it each step re-runs the whole prefix. Both draw the same random numbers, so

@@ -167,3 +167,12 @@ def test_sampler_values_match_evaluate():
     torch.nn.init.normal_(m.value_head.weight)  # a non-trivial critic
     batch, _ = LMCollector(AdditionTask(max_operand=9), 2, 4).collect(pol, torch.Generator().manual_seed(0))
     torch.testing.assert_close(pol.evaluate(batch)["values"] * batch["mask"], batch["values"], atol=1e-5, rtol=0)
+
+
+def test_critic_overhead_table():
+    from rltutor.experiments.lm import critic_overhead
+
+    df = critic_overhead("quick", repeats=1).set_index("critic")
+    assert list(df.index) == ["none", "head", "separate"]
+    assert df.loc["separate", "train_state_mb"] > 1.9 * df.loc["none", "train_state_mb"]
+    assert (df.fwd_bwd_ms > 0).all() and df.loc["none", "time_vs_none"] == 1.0

@@ -26,7 +26,7 @@ from rltutor.train import Trainer, make_config
 from rltutor.utils import get_device, resolve_scale
 
 __all__ = ["LM_ALGOS", "lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher", "family",
-           "aggregation_weights"]
+           "aggregation_weights", "critic_overhead"]
 
 # Token-level PPO: a critic, GAE with gamma = lambda = 1 (a terminal reward must not be discounted or
 # decayed over the completion, READER_QUESTIONS #17), advantages whitened over the batch (as verl does).
@@ -130,6 +130,44 @@ def short_task(scale: str | None = None, seed: int = 0):
     curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options={**task_options, **o}), steps, label)
                         for a, label, o in runs], ignore_index=True)
     return curves, _summary(curves)
+
+
+def critic_overhead(scale: str | None = None, seed: int = 0, repeats: int = 15) -> pd.DataFrame:
+    """What a critic costs per training pass: the same batch through ``evaluate`` + backward for a
+    policy without a critic, with a value head, and with a separate critic.
+
+    The three are timed in turns (none, head, separate, none, ...) in one process, so a busy machine
+    slows all three alike; the median over ``repeats`` turns is reported, with parameters and the
+    training state (fp32 weights, gradients and Adam's two moments: 16 bytes per parameter).
+    """
+    from rltutor.lm import CRITICS, LMCollector, LMEnv, LMPolicy, critic_cost
+
+    s = _SCALES[resolve_scale(scale)]
+    env = LMEnv("addition", seed=seed, max_operand=19, n_embd=s["n_embd"], sft_steps=0)  # speed: weights irrelevant
+    policies = {kind: LMPolicy(env.warm_start(), critic=kind) for kind in CRITICS}
+    batch, _ = LMCollector(env.task, s["num_groups"], s["group_size"]).collect(
+        policies["none"], torch.Generator().manual_seed(seed))
+    m = batch["mask"]
+    times: dict[str, list[float]] = {kind: [] for kind in CRITICS}
+    for _ in range(repeats + 1):
+        for kind, policy in policies.items():
+            t0 = time.perf_counter()
+            out = policy.evaluate(batch)
+            loss = -(out["logp"] * m).sum() / m.sum()
+            if out["values"] is not None:
+                loss = loss + ((out["values"] * m) ** 2).sum() / m.sum()
+            policy.zero_grad(set_to_none=True)
+            loss.backward()
+            times[kind].append(time.perf_counter() - t0)
+    rows = []
+    for kind, policy in policies.items():
+        c = critic_cost(policy)
+        rows.append({"critic": kind, "actor_params": c["actor_params"], "critic_params": c["critic_params"],
+                     "train_state_mb": c["train_state_bytes"] / 2**20,
+                     "fwd_bwd_ms": 1000 * float(pd.Series(times[kind][1:]).median())})  # drop the warm-up turn
+    df = pd.DataFrame(rows)
+    df["time_vs_none"] = df.fwd_bwd_ms / df.fwd_bwd_ms.iloc[0]
+    return df
 
 
 def horizon(scale: str | None = None, seed: int = 0, lengths=None):
