@@ -206,3 +206,30 @@ def test_closed_form_snr_matches_monte_carlo(task, noise, T):
               an.snr_theory(t, "gae_td", batch_size=16, critic_noise=1.5)]
     for row, th in zip(rows, theory, strict=True):
         assert row["snr"] == pytest.approx(th, rel=0.08), row["name"]
+
+
+def test_corridor_preset_pays_what_the_corridor_environment_pays():
+    """The analysis model's corridor reward equals rltutor.envs.corridor's for the same good/bad steps, and
+    its exact value V(s_t) is the expected final reward given the progress the critic observes."""
+    import numpy as np
+
+    from rltutor.envs import make_env
+
+    T, N = 7, 6
+    env = make_env("corridor", num_envs=N, seed=3, horizon=T)
+    obs = env.reset()
+    good = torch.rand(1, N, T, generator=torch.Generator().manual_seed(0)) < 0.6  # follow the cue or not
+    total = np.zeros(N)
+    for t in range(T):
+        follow = good[0, :, t].numpy()
+        cue_right = obs[:, 0] > 0
+        actions = np.where(follow == cue_right, 1, 0)  # action 1 = "right"
+        obs, reward, terminated, truncated, _ = env.step(actions)
+        total += reward
+    task = an.make_task("corridor", T=T)
+    roll = an.Rollouts(task, good, None, None, None, torch.float64)
+    np.testing.assert_allclose(total, an.task_rewards(roll).sum(-1)[0].numpy(), rtol=1e-6)
+    # V at the start is p (the expected fraction of cues followed); after the first step it moves by (u - p)/T
+    v = an.true_values(roll, 1.0)[0]
+    torch.testing.assert_close(v[:, 0], torch.full((N,), task.p_good, dtype=torch.float64))
+    torch.testing.assert_close(v[:, 1] - v[:, 0], (good[0, :, 0].double() - task.p_good) / T)
