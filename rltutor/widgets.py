@@ -137,7 +137,7 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
                 state.update(frame=d, error=None)
             except ValueError as e:
                 state.update(frame=None, error=str(e))
-                print(f"ValueError: {e}")
+                print(f"refused (ValueError) -> {e}")
             state["redraws"] += 1
 
     for x in w.values():
