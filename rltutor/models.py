@@ -95,7 +95,7 @@ class MLPActorCritic(nn.Module):
         """Sample a ~ pi(.|s) for obs (N, obs_dim) -> actions (N,), logp (N,), values (N,) or None."""
         logits, values = self(obs)
         logp_all = torch.log_softmax(logits, dim=-1)  # (N, A)
-        u = torch.rand(obs.shape[0], 1, generator=generator)  # (N, 1) one uniform per row
+        u = torch.rand(obs.shape[0], 1, generator=generator).to(logits.device)  # (N, 1) one uniform per row
         cdf = logp_all.exp().cumsum(-1)  # (N, A)
         actions = (cdf < u).sum(-1).clamp_max(logits.shape[-1] - 1)  # inverse CDF: first a with F(a) >= u
         logp = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # log pi(a|s), (N,)

@@ -85,6 +85,25 @@ def pieces_to_rows(done: np.ndarray, **steps: np.ndarray) -> tuple[dict[str, np.
     return out, mask
 
 
+def _device(policy) -> torch.device:
+    """Where the policy's parameters live (cpu for a policy without parameters)."""
+    return next(policy.parameters(), torch.empty(0)).device
+
+
+def _act(policy, obs: np.ndarray, generator):
+    """policy.act on a numpy batch of observations, wherever the policy lives; numpy results back."""
+    device = _device(policy)
+    a, logp, v = policy.act(torch.from_numpy(obs).to(device), generator)
+    return a.cpu().numpy(), logp.cpu().numpy(), None if v is None else v.cpu().numpy()
+
+
+def _value(policy, obs: np.ndarray) -> np.ndarray:
+    """V(s) for a numpy batch of observations, without gradient."""
+    device = _device(policy)
+    with torch.no_grad():
+        return policy.value(torch.from_numpy(obs).to(device)).cpu().numpy()
+
+
 def _to_torch(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
 
@@ -115,10 +134,9 @@ class SegmentCollector:
         obs = self.obs
         for t in range(S):
             obs_buf[t] = obs
-            a, logp, v = policy.act(torch.from_numpy(obs), generator)
-            act_buf[t], logp_buf[t] = a.numpy(), logp.numpy()
+            act_buf[t], logp_buf[t], v = _act(policy, obs, generator)
             if critic:
-                val_buf[t] = v.numpy()
+                val_buf[t] = v
             obs, r, terminated, truncated, final_obs = env.step(act_buf[t])
             rew_buf[t] = r
             done = terminated | truncated
@@ -131,15 +149,11 @@ class SegmentCollector:
                     lengths.append(int(self.ep_len[i]))
                 self.ep_return[done], self.ep_len[done] = 0.0, 0
                 if critic and truncated.any():  # time limit: r_t += gamma * V(final_obs)
-                    with torch.no_grad():
-                        v_final = policy.value(torch.from_numpy(final_obs[truncated])).numpy()
-                    rew_buf[t, truncated] += self.gamma * v_final
+                    rew_buf[t, truncated] += self.gamma * _value(policy, final_obs[truncated])
         self.obs = obs
         if critic:  # the segment cut every unfinished episode: r_{S-1} += gamma * V(s_S)
             open_ = ~done_buf[-1]
-            with torch.no_grad():
-                v_next = policy.value(torch.from_numpy(obs)).numpy()
-            rew_buf[-1, open_] += self.gamma * v_next[open_]
+            rew_buf[-1, open_] += self.gamma * _value(policy, obs)[open_]
 
         steps = {"obs": obs_buf, "actions": act_buf, "logp": logp_buf, "rewards": rew_buf}
         if critic:
@@ -200,8 +214,7 @@ class EpisodeCollector:
         bufs: dict[str, list] = {"obs": [], "actions": [], "logp": [], "values": [], "rewards": [], "mask": []}
         t = 0
         while active.any() and t < self.max_steps:
-            a, logp, v = policy.act(torch.from_numpy(obs), generator)
-            a = a.numpy()
+            a, logp, v = _act(policy, obs, generator)
             next_obs, r, terminated, truncated, final_obs = env.step(a)
             r = np.where(active, r, 0.0).astype(np.float32)  # finished episodes earn nothing more
             ep_return += r  # undiscounted, before any bootstrap
@@ -210,12 +223,11 @@ class EpisodeCollector:
                 truncated = truncated | (active & ~terminated)
             if critic and (truncated & active).any():  # time limit: r_t += gamma * V(final_obs)
                 cut = truncated & active
-                with torch.no_grad():
-                    r[cut] += self.gamma * policy.value(torch.from_numpy(final_obs[cut])).numpy()
+                r[cut] += self.gamma * _value(policy, final_obs[cut])
             bufs["obs"].append(obs)
             bufs["actions"].append(a)
-            bufs["logp"].append(logp.numpy())
-            bufs["values"].append(v.numpy() if critic else np.zeros(N, dtype=np.float32))
+            bufs["logp"].append(logp)
+            bufs["values"].append(v if critic else np.zeros(N, dtype=np.float32))
             bufs["rewards"].append(r)
             bufs["mask"].append(active.astype(np.float32))
             active = active & ~(terminated | truncated)
