@@ -12,7 +12,7 @@ echo "== ruff"
 echo "== unit, property and integration tests"
 MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "not book" tests
 echo "== notebooks (nbval)"
-.venv/bin/python -m pytest -q -n 2 --nbval-lax notebooks
+.venv/bin/python -m pytest -q -n 2 --dist loadfile --nbval-lax notebooks
 echo "== book build and rendered-book tests"
 bash scripts/book.sh
 RLTUTOR_BOOK_HTML="$(pwd)/_build/html" .venv/bin/python -m pytest -q -m book tests
