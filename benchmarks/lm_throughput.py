@@ -79,8 +79,7 @@ def bench_train_forward_backward(T: int, steps: int, device) -> float:
     return steps * N_PROMPTS * G * T / (time.perf_counter() - t0)
 
 
-def bench_rltutor_step(T: int, steps: int, device) -> float:
-    """End-to-end GRPO steps of rltutor's one trainer: sample, reward, advantages, update."""
+def _rltutor_trainer(T: int, device):
     from rltutor.train import Trainer, make_config
 
     model = _rltutor_model(T, device)
@@ -90,7 +89,12 @@ def bench_rltutor_step(T: int, steps: int, device) -> float:
     cfg = make_config("grpo", env="addition", num_groups=N_PROMPTS, group_size=G, minibatches=1, epochs=1,
                       agg="token-mean", max_grad_norm=1.0, lr=1e-4, anneal_lr=False, total_steps=10**9,
                       seed=0, device=str(device), torch_threads=None)
-    trainer = Trainer(cfg, policy, collector)
+    return Trainer(cfg, policy, collector)
+
+
+def bench_rltutor_step(T: int, steps: int, device) -> float:
+    """End-to-end GRPO steps of rltutor's one trainer: sample, reward, advantages, update."""
+    trainer = _rltutor_trainer(T, device)
     trainer.step()  # warm-up
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -98,8 +102,14 @@ def bench_rltutor_step(T: int, steps: int, device) -> float:
     return steps * N_PROMPTS * G * T / (time.perf_counter() - t0)
 
 
-def bench_trl_step(T: int, steps: int) -> tuple[float, dict]:
-    """End-to-end steps of TRL's GRPOTrainer on a same-sized GPT-2 built from a config."""
+def bench_trl_step(T: int, steps: int, interleave=None) -> tuple[float, dict]:
+    """End-to-end steps of TRL's GRPOTrainer on a same-sized GPT-2 built from a config.
+
+    A TRL step is timed from ``on_step_begin`` to ``on_step_end`` (generation, rewards, loss, backward,
+    optimizer step; TRL's per-step logging is left out). With ``interleave`` (a function), it is called
+    after every TRL step, outside TRL's timing, so that two systems alternate step by step and a
+    machine whose load changes during the run slows both alike.
+    """
     import datasets
     import transformers
     import trl
@@ -131,8 +141,13 @@ def bench_trl_step(T: int, steps: int) -> tuple[float, dict]:
     times = []
 
     class Clock(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.t0 = time.perf_counter()
+
         def on_step_end(self, args, state, control, **kw):
-            times.append(time.perf_counter())
+            times.append(time.perf_counter() - self.t0)
+            if interleave is not None:
+                interleave()
 
     args = trl.GRPOConfig(
         output_dir="/tmp/rltutor_trl_bench", per_device_train_batch_size=N_PROMPTS * G, num_generations=G,
@@ -145,7 +160,7 @@ def bench_trl_step(T: int, steps: int) -> tuple[float, dict]:
                               processing_class=tokenizer, callbacks=[Clock()])
     trainer.train()
     lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
-    dt = (times[-1] - times[1]) / (len(times) - 2)  # skip the first two steps (warm-up)
+    dt = sum(times[2:]) / len(times[2:])  # skip the first two steps (warm-up)
     meta = {"trl": trl.__version__, "transformers": transformers.__version__,
             "params": sum(p.numel() for p in model.parameters()), "mean_completion_length": lengths[-1]}
     return N_PROMPTS * G * T / dt, meta
@@ -167,9 +182,18 @@ def main(argv=None):
         row = {"T": T}
         row.update({f"rollout_{k}": v for k, v in bench_rollout(T, args.steps, device).items()})
         row["train_fwd_bwd"] = bench_train_forward_backward(T, args.steps, device)
-        row["rltutor_step"] = bench_rltutor_step(T, args.steps, device)
-        if not args.no_trl:
-            row["trl_step"], meta = bench_trl_step(T, args.steps)
+        if args.no_trl:
+            row["rltutor_step"] = bench_rltutor_step(T, args.steps, device)
+        else:  # the two trainers alternate step by step: one TRL step, then one rltutor step
+            trainer, rl_times = _rltutor_trainer(T, device), []
+
+            def rl_step(trainer=trainer, rl_times=rl_times):
+                t0 = time.perf_counter()
+                trainer.step()
+                rl_times.append(time.perf_counter() - t0)
+
+            row["trl_step"], meta = bench_trl_step(T, args.steps, interleave=rl_step)
+            row["rltutor_step"] = N_PROMPTS * G * T * len(rl_times[2:]) / sum(rl_times[2:])
             row["ratio_vs_trl"] = row["rltutor_step"] / row["trl_step"]
             row.update({f"trl_{k}": v for k, v in meta.items()})
         rows.append(row)
