@@ -75,7 +75,11 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> 
     ``dim``, each slice is averaged over its own valid entries; a slice with none gives 0.
     """
     check_mask(mask, like=x)
-    m = mask.to(x.dtype)
+    return _masked_mean(x, mask.to(x.dtype), dim)
+
+
+def _masked_mean(x: torch.Tensor, m: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """:func:`masked_mean` on a float mask already checked (the trainer's hot path)."""
     if dim is None:
         n = m.sum()
         if n == 0:
@@ -105,24 +109,28 @@ def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mea
     """
     check_choice("aggregation mode", mode, AGG_MODES)
     check_mask(mask, like=loss_mat)
-    m = mask.to(loss_mat.dtype)
+    if norm is not None and not float(norm) > 0:
+        raise ValueError(f"norm must be > 0, got {norm!r}")
+    return _aggregate(loss_mat, mask.to(loss_mat.dtype), mode, norm)
+
+
+def _aggregate(loss_mat: torch.Tensor, m: torch.Tensor, mode: str, norm: float | None = None) -> torch.Tensor:
+    """:func:`aggregate` on inputs already checked, with ``m`` a float mask."""
     if mode == "token-mean":
-        return masked_mean(loss_mat, mask)
+        return _masked_mean(loss_mat, m)
     lengths = m.sum(dim=-1)  # |o_i|
     rows = lengths > 0
-    if not rows.any():
-        raise ValueError("aggregate over an all-zero mask: no row has a valid token")
     seq_sum = (loss_mat * m).sum(dim=-1)  # sum_t m L, (B,)
     if mode == "seq-mean-token-mean":
         per_seq = seq_sum / lengths.clamp(min=1.0)
     elif mode == "seq-mean-token-sum":
         per_seq = seq_sum
     else:
-        norm = float(loss_mat.shape[-1]) if norm is None else float(norm)
-        if not norm > 0:
-            raise ValueError(f"norm must be > 0, got {norm!r}")
-        per_seq = seq_sum / norm
-    return per_seq[rows].mean()
+        per_seq = seq_sum / (float(loss_mat.shape[-1]) if norm is None else float(norm))
+    n_rows = rows.sum()
+    if n_rows == 0:
+        raise ValueError("aggregate over an all-zero mask: no row has a valid token")
+    return (per_seq * rows).sum() / n_rows
 
 
 # ----------------------------------------------------------------------------------------------
@@ -286,15 +294,17 @@ def policy_loss(
     loss_mat = torch.where(valid, loss_mat, 0.0)
 
     with torch.no_grad():
-        n = valid.sum().clamp(min=1)
-        log_ratio = (logp - old_logp)[valid]
+        # Masked entries of the log-ratio are 0 (ratio 1), so plain masked sums are exact; one
+        # .tolist() moves all four numbers to Python with a single device sync.
+        n = m.sum().clamp(min=1.0)
+        log_ratio = (logp - old_logp).detach()
         ratio = torch.exp(log_ratio)
-        stats = {
-            "clip_frac": float((clipped & valid).sum() / n),
-            "approx_kl": float(((ratio - 1.0) - log_ratio).sum() / n),
-            "ratio_mean": float(ratio.mean()) if ratio.numel() else 1.0,
-            "ratio_max": float(ratio.max()) if ratio.numel() else 1.0,
-        }
+        stats = dict(zip(("clip_frac", "approx_kl", "ratio_mean", "ratio_max"), torch.stack([
+            (clipped & valid).sum() / n,
+            ((ratio - 1.0) - log_ratio).sum() / n,  # k3: (rho - 1) - log rho >= 0
+            (ratio * m).sum() / n,
+            torch.where(valid, ratio, 0.0).max(),  # 0 when no token is valid
+        ]).tolist(), strict=True))
 
     if agg is None:
         return loss_mat, stats
@@ -303,7 +313,7 @@ def policy_loss(
         if not rows.any():
             raise ValueError("policy_loss over an all-zero mask: no row has a valid token")
         return per_seq[rows].mean(), stats
-    return aggregate(loss_mat, mask, agg), stats
+    return _aggregate(loss_mat, m, agg), stats
 
 
 # ----------------------------------------------------------------------------------------------
@@ -350,7 +360,8 @@ def value_loss(
         loss_mat = torch.maximum(loss_mat, 0.5 * (v_clip - returns) ** 2)
     if agg is None:
         return loss_mat
-    return aggregate(loss_mat, mask, agg)
+    check_choice("aggregation mode", agg, AGG_MODES)
+    return _aggregate(loss_mat, mask.to(values.dtype), agg)
 
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
