@@ -67,8 +67,9 @@ class KVCache:
                              "build the model with a larger block_size")
         hs = config.n_embd // config.n_head
         shape = (config.n_layer, batch_size, config.n_head, max_len, hs)
-        self.k = torch.zeros(shape, device=device, dtype=dtype)  # (L, B, nh, max_len, hs)
-        self.v = torch.zeros(shape, device=device, dtype=dtype)
+        # Left unfilled: attention reads only positions [0, pos), each written before it is read.
+        self.k = torch.empty(shape, device=device, dtype=dtype)  # (L, B, nh, max_len, hs)
+        self.v = torch.empty(shape, device=device, dtype=dtype)
         self.max_len = max_len
         self.pos = 0  # number of positions already filled
 

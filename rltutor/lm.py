@@ -90,36 +90,46 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     was_training = model.training
     model.eval()
     cache = model.new_cache(B, P + max_new_tokens) if use_cache else None
-    out_tok, out_logp, out_ent, out_val = [], [], [], []
+    tokens = torch.full((B, P + max_new_tokens), PAD, dtype=torch.long, device=device)  # written in place
+    tokens[:, :P] = idx
+    step_logprobs, out_val = [], []  # log pi(. | prefix) of each step, (B, V) each; V(s_t), (B,) each
     done = torch.zeros(B, dtype=torch.bool, device=device)
-    step_input = idx  # the prefill feeds the whole prompt
-    for _ in range(max_new_tokens):
-        logits, values = model(step_input, cache) if use_cache else model(idx)
+    T = 0  # completion tokens sampled so far
+    while T < max_new_tokens:
+        if use_cache:  # the prefill feeds the whole prompt, later steps only the newest token
+            logits, values = model(tokens[:, :P] if T == 0 else tokens[:, P + T - 1:P + T], cache)
+        else:
+            logits, values = model(tokens[:, :P + T])
         logits = logits[:, -1, :]  # (B, V): the next-token distribution
         if values is not None:  # a value head rides along for free: V(s_t) of the same prefix
             out_val.append(values[:, -1])
+        logprobs = F.log_softmax(logits / temperature if temperature > 0 else logits, dim=-1)  # log pi_tau
         if temperature > 0:
-            logprobs = F.log_softmax(logits / temperature, dim=-1)  # log pi_tau(. | prefix)
-            nxt = torch.multinomial(logprobs.exp(), 1, generator=generator)  # (B, 1)
+            # The draw torch.multinomial(p, 1) makes, written out: argmax_v p_v / E_v with E_v ~ Exp(1)
+            # (Gumbel-max in exponential form). The same random numbers and tokens, minus multinomial's
+            # input checks, which wait for the device at every token.
+            p = logprobs.exp()
+            nxt = (p / torch.empty_like(p).exponential_(generator=generator)).argmax(-1)  # (B,)
         else:
-            logprobs = F.log_softmax(logits, dim=-1)
-            nxt = logprobs.argmax(-1, keepdim=True)
-        lp = logprobs.gather(-1, nxt).squeeze(-1)  # (B,)
-        out_ent.append(-(logprobs.exp() * logprobs).sum(-1))  # H(pi(. | prefix)), (B,)
-        nxt = torch.where(done[:, None], torch.full_like(nxt, PAD), nxt)  # finished rows emit padding
-        out_tok.append(nxt.squeeze(-1))
-        out_logp.append(torch.where(done, torch.zeros_like(lp), lp))
-        done = done | (nxt.squeeze(-1) == EOS)
-        idx = torch.cat([idx, nxt], dim=1)
-        step_input = nxt
+            nxt = logprobs.argmax(-1)
+        nxt = nxt.masked_fill(done, PAD)  # finished rows emit padding
+        tokens[:, P + T] = nxt
+        step_logprobs.append(logprobs)
+        done = done | (nxt == EOS)
+        T += 1
         if stop_early and bool(done.all()):
             break
     model.train(was_training)
-    responses = torch.stack(out_tok, 1)  # (B, T)
+    tokens = tokens[:, :P + T].contiguous()  # a copy only when sampling stopped early
+    responses = tokens[:, P:]  # (B, T)
     lengths = response_lengths(responses)  # tokens up to and including EOS
-    mask = (torch.arange(responses.shape[1], device=device)[None, :] < lengths[:, None]).float()
-    out = {"tokens": idx, "responses": responses, "logp": torch.stack(out_logp, 1) * mask, "mask": mask,
-           "entropy": torch.stack(out_ent, 1) * mask}
+    mask = (torch.arange(T, device=device)[None, :] < lengths[:, None]).float()
+    # log-probs and entropies of all steps at once, from the distributions the tokens were drawn from
+    logprobs = torch.stack(step_logprobs, 1)  # (B, T, V)
+    logp = logprobs.gather(-1, responses.unsqueeze(-1)).squeeze(-1)  # log pi(o_t | q, o_<t)
+    entropy = -(logprobs.exp() * logprobs).sum(-1)  # H(pi(. | q, o_<t))
+    out = {"tokens": tokens, "responses": responses, "logp": torch.where(mask > 0, logp, 0.0), "mask": mask,
+           "entropy": entropy * mask}
     if out_val:
         out["values"] = torch.stack(out_val, 1) * mask
     return out

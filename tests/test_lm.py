@@ -42,6 +42,15 @@ def test_cache_and_no_cache_sample_the_same_tokens():
     assert not torch.equal(a["tokens"], c["tokens"])  # the seed matters
 
 
+def test_exponential_race_is_multinomials_draw():
+    """The sampler's argmax p / E, E ~ Exp(1), draws what torch.multinomial(p, 1) draws from the same seed."""
+    p = torch.softmax(torch.randn(256, len(VOCAB), generator=torch.Generator().manual_seed(0)) * 2, -1)
+    for seed in range(3):
+        ours = (p / torch.empty_like(p).exponential_(generator=torch.Generator().manual_seed(seed))).argmax(-1)
+        theirs = torch.multinomial(p, 1, generator=torch.Generator().manual_seed(seed)).squeeze(-1)
+        assert torch.equal(ours, theirs)
+
+
 def test_sampled_logprobs_match_a_full_forward_pass():
     m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
     p = _prompts()
