@@ -65,7 +65,14 @@ def _train(args) -> int:
             raise ValueError(f"--resume: no checkpoint at {ckpt}; run without --resume first")
         trainer = Trainer.load(ckpt, **({"total_steps": args.steps} if args.steps else {}))
     else:
-        overrides = _parse_set(args.set)
+        from rltutor.experiments.control import TUNED
+
+        overrides = {}
+        env = args.env or Config.env
+        if args.hparams == "tuned" and (args.algo, env) in TUNED:
+            overrides.update({k: v for k, v in TUNED[(args.algo, env)].items() if k != "env"})
+            print(f"using tuned settings for {args.algo} on {env} (--hparams defaults for the preset's own)")
+        overrides.update(_parse_set(args.set))
         for flag, key in ((args.env, "env"), (args.steps, "total_steps"), (args.seed, "seed"),
                           (args.group_size, "group_size")):
             if flag is not None:
@@ -120,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hide-progress", action="store_true", help="corridor: do not observe progress")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any Config field, e.g. --set lr=1e-3 (repeatable)")
+    t.add_argument("--hparams", choices=("tuned", "defaults"), default="tuned",
+                   help="tuned: settings tuned for this algorithm and environment where we have them "
+                        "(rltutor.experiments.control.TUNED); defaults: the preset's own")
     t.add_argument("--checkpoint-every", type=int, default=10, help="updates between checkpoints")
     t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -66,3 +66,15 @@ def test_console_script_points_at_main():
     if not scripts:
         pytest.skip("rltutor is not installed (pip install -e .)")
     assert scripts[0].value == "rltutor.cli:main"
+
+
+def test_tuned_settings_apply_unless_defaults_are_asked_for(tmp_path):
+    from rltutor.experiments.control import CARTPOLE_PPO
+    from rltutor.train import Config
+
+    for hp, lr in (("tuned", CARTPOLE_PPO["lr"]), ("defaults", Config.lr)):
+        out = tmp_path / hp
+        assert main(["train", "--env", "CartPole-v1", "--steps", "300", "--out", str(out), "--no-progress",
+                     "--hparams", hp, "--set", "epochs=1"]) == 0
+        cfg = json.loads((out / "config.json").read_text())
+        assert cfg["lr"] == lr and cfg["epochs"] == 1 and cfg["total_steps"] == 300  # explicit flags win

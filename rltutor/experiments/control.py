@@ -22,7 +22,7 @@ from rltutor.advantages import gae, group_advantages
 from rltutor.train import Trainer, make_config
 from rltutor.utils import resolve_scale
 
-__all__ = ["CARTPOLE_PPO", "CARTPOLE_GRPO", "scale_settings", "learning_curves", "clip_fraction_by_epoch",
+__all__ = ["CARTPOLE_PPO", "CARTPOLE_GRPO", "TUNED", "scale_settings", "learning_curves", "clip_fraction_by_epoch",
            "gae_table", "dead_groups", "std_weights"]
 
 # PPO on CartPole-v1, tuned by hand on seeds 101-103 (the benchmark reports seeds 1-5): rl-zoo's
@@ -33,6 +33,9 @@ CARTPOLE_PPO = dict(env="CartPole-v1", num_envs=8, num_steps=32, epochs=10, mini
 # GRPO on CartPole-v1: groups of 8 episodes, 4 groups per update, no critic, 4 epochs of 4 minibatches
 # (picked on seed 101 among lr 1e-3..3e-3 and 1..8 epochs).
 CARTPOLE_GRPO = dict(env="CartPole-v1", group_size=8, num_groups=4, lr=2e-3, epochs=4, total_steps=50_000)
+# Tuned settings by (algorithm, environment), rl-zoo style: the command line applies them unless told
+# --hparams defaults; anything given explicitly (--steps, --set...) still wins.
+TUNED = {("ppo", "CartPole-v1"): CARTPOLE_PPO, ("grpo", "CartPole-v1"): CARTPOLE_GRPO}
 
 
 def scale_settings(scale: str | None = None) -> dict:
