@@ -8,7 +8,9 @@ its tokenizer is built locally from rltutor's 14-token vocabulary.
 The step measured on both sides is one GRPO step: 8 prompts x 8 completions, every completion
 exactly ``T`` tokens long (TRL: ``min_new_tokens = T``; rltutor: the sampler runs ``T`` steps), one
 policy update per batch, no reference model (beta = 0, TRL's default), fp32, no gradient
-checkpointing. "Tokens/s" counts completion tokens: 64 * T per step / seconds per step.
+checkpointing. "Tokens/s" counts completion tokens: 64 * T per step / seconds per step. The shares
+say what part of each trainer's step is sampling (rltutor: the collector's ``sample_time``; TRL:
+``_generate_and_score_completions``, which also scores the rewards); the rest is the update.
 
     python benchmarks/lm_throughput.py                 # T = 16 and 64, 8 steps each after 2 warm-up
     python benchmarks/lm_throughput.py --lengths 16 --steps 4 --no-trl
@@ -138,7 +140,7 @@ def bench_trl_step(T: int, steps: int, interleave=None) -> tuple[float, dict]:
     def reward(completions, **kw):  # the same reward as FixedLengthTask
         return [sum(c.isdigit() for c in s) / max(1, len(s)) for s in completions]
 
-    times = []
+    times, gen_times = [], []
 
     class Clock(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):
@@ -158,11 +160,21 @@ def bench_trl_step(T: int, steps: int, interleave=None) -> tuple[float, dict]:
     )
     trainer = trl.GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data,
                               processing_class=tokenizer, callbacks=[Clock()])
+    generate = trainer._generate_and_score_completions  # sampling + rewards + advantages, timed apart
+
+    def timed_generate(*a, **kw):
+        t0 = time.perf_counter()
+        out = generate(*a, **kw)
+        gen_times.append(time.perf_counter() - t0)
+        return out
+
+    trainer._generate_and_score_completions = timed_generate
     trainer.train()
     lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
     dt = sum(times[2:]) / len(times[2:])  # skip the first two steps (warm-up)
     meta = {"trl": trl.__version__, "transformers": transformers.__version__,
-            "params": sum(p.numel() for p in model.parameters()), "mean_completion_length": lengths[-1]}
+            "params": sum(p.numel() for p in model.parameters()), "mean_completion_length": lengths[-1],
+            "generate_share": sum(gen_times[2:]) / sum(times[2:])}
     return N_PROMPTS * G * T / dt, meta
 
 
@@ -185,15 +197,17 @@ def main(argv=None):
         if args.no_trl:
             row["rltutor_step"] = bench_rltutor_step(T, args.steps, device)
         else:  # the two trainers alternate step by step: one TRL step, then one rltutor step
-            trainer, rl_times = _rltutor_trainer(T, device), []
+            trainer, rl_times, rl_sample = _rltutor_trainer(T, device), [], []
 
-            def rl_step(trainer=trainer, rl_times=rl_times):
+            def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample):
                 t0 = time.perf_counter()
                 trainer.step()
                 rl_times.append(time.perf_counter() - t0)
+                rl_sample.append(trainer.collector.last_info["sample_time"])
 
             row["trl_step"], meta = bench_trl_step(T, args.steps, interleave=rl_step)
             row["rltutor_step"] = N_PROMPTS * G * T * len(rl_times[2:]) / sum(rl_times[2:])
+            row["rltutor_sample_share"] = sum(rl_sample[2:]) / sum(rl_times[2:])
             row["ratio_vs_trl"] = row["rltutor_step"] / row["trl_step"]
             row.update({f"trl_{k}": v for k, v in meta.items()})
         rows.append(row)
@@ -201,12 +215,12 @@ def main(argv=None):
     print(f"\ndevice: {device}, threads: {torch.get_num_threads()}, torch {torch.__version__}, "
           f"{N_PROMPTS} prompts x {G} completions per step; completion tokens/s\n")
     cols = [c for c in ("T", "rollout_cache", "rollout_no_cache", "train_fwd_bwd", "rltutor_step", "trl_step",
-                        "ratio_vs_trl") if c in rows[0]]
+                        "ratio_vs_trl", "rltutor_sample_share", "trl_generate_share") if c in rows[0]]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
-        print("| " + " | ".join(f"{r[c]:,.0f}" if c not in ("T", "ratio_vs_trl") else
-                                f"{r[c]:.2f}" if c == "ratio_vs_trl" else str(r[c]) for c in cols) + " |")
+        print("| " + " | ".join(str(r[c]) if c == "T" else f"{r[c]:.2f}" if c.startswith("ratio") or
+                                c.endswith("share") else f"{r[c]:,.0f}" for c in cols) + " |")
     if args.out:
         import pandas as pd
 
