@@ -261,6 +261,16 @@ class LMCollector:
         self.ref, self.overlong_buffer, self.use_cache = ref, overlong_buffer, use_cache
         self.last_info: dict = {}
 
+    def state_dict(self) -> dict:
+        """Nothing to save: prompts and samples are drawn from the trainer's generator, which the
+        trainer's checkpoint holds. (The Collector protocol asks for it so checkpoints can resume.)"""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state:
+            raise ValueError(f"an LMCollector has no state, but the checkpoint holds {sorted(state)}; "
+                             "it was made by another kind of collector")
+
     @torch.no_grad()
     def collect(self, policy: LMPolicy, generator: torch.Generator | None = None):
         device = next(policy.parameters()).device

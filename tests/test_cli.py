@@ -78,3 +78,20 @@ def test_tuned_settings_apply_unless_defaults_are_asked_for(tmp_path):
                      "--hparams", hp, "--set", "epochs=1"]) == 0
         cfg = json.loads((out / "config.json").read_text())
         assert cfg["lr"] == lr and cfg["epochs"] == 1 and cfg["total_steps"] == 300  # explicit flags win
+
+
+def test_a_language_model_run_checkpoints_and_resumes_exactly(tmp_path):
+    def args(out, steps):
+        return ["train", "--algo", "grpo", "--env", "addition", "--out", str(out), "--steps", str(steps),
+                "--no-progress", "--checkpoint-every", "1", "--set", "num_groups=2", "--set", "group_size=4",
+                "--set", "env_options={'sft_steps': 20}"]
+
+    assert main(args(tmp_path / "lm", 40)) == 0
+    first = pd.read_csv(tmp_path / "lm" / "metrics.csv")
+    assert main(["train", "--out", str(tmp_path / "lm"), "--resume", "--steps", "80", "--no-progress"]) == 0
+    resumed = pd.read_csv(tmp_path / "lm" / "metrics.csv")
+    assert main(args(tmp_path / "whole", 80)) == 0
+    uninterrupted = pd.read_csv(tmp_path / "whole" / "metrics.csv")
+    assert len(resumed) > len(first)
+    cols = ["env_steps", "episode_return", "policy_loss", "entropy"]
+    pd.testing.assert_frame_equal(resumed[cols], uninterrupted[cols])
