@@ -22,6 +22,10 @@ import sys
 
 __all__ = ["main"]
 
+# Task options the command line starts a token task with (those of chapter 06's quick short task);
+# anything in --set env_options=... replaces them.
+SHORT_TASK_OPTIONS = {"addition": {"max_operand": 19}}
+
 
 def _parse_set(items: list[str]) -> dict:
     out = {}
@@ -65,12 +69,20 @@ def _train(args) -> int:
             raise ValueError(f"--resume: no checkpoint at {ckpt}; run without --resume first")
         trainer = Trainer.load(ckpt, **({"total_steps": args.steps} if args.steps else {}))
     else:
+        from rltutor.envs.tokens import TASKS
         from rltutor.experiments.control import TUNED
+        from rltutor.experiments.lm import LM_ALGOS, lm_settings
 
         overrides = {}
         env = args.env or Config.env
+        tuned = None
         if args.hparams == "tuned" and (args.algo, env) in TUNED:
-            overrides.update({k: v for k, v in TUNED[(args.algo, env)].items() if k != "env"})
+            tuned = TUNED[(args.algo, env)]
+        elif args.hparams == "tuned" and env in TASKS and args.algo in LM_ALGOS:
+            # The language-model chapters' settings at this scale, on the short task's operand range.
+            tuned = lm_settings(args.algo, env, task_options=SHORT_TASK_OPTIONS.get(env))
+        if tuned is not None:
+            overrides.update({k: v for k, v in tuned.items() if k not in ("env", "seed", "total_steps")})
             print(f"using tuned settings for {args.algo} on {env} (--hparams defaults for the preset's own)")
         overrides.update(_parse_set(args.set))
         for flag, key in ((args.env, "env"), (args.steps, "total_steps"), (args.seed, "seed"),

@@ -25,8 +25,8 @@ import torch
 from rltutor.train import Trainer, make_config
 from rltutor.utils import get_device, resolve_scale
 
-__all__ = ["LM_ALGOS", "lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher", "family",
-           "aggregation_weights", "critic_overhead"]
+__all__ = ["LM_ALGOS", "lm_settings", "lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher",
+           "family", "aggregation_weights", "critic_overhead"]
 
 # Token-level PPO: a critic, GAE with gamma = lambda = 1 (a terminal reward must not be discounted or
 # decayed over the completion, READER_QUESTIONS #17), advantages whitened over the batch (as verl does).
@@ -53,9 +53,11 @@ _SCALES = {
 }
 
 
-def lm_config(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
-              task_options: dict | None = None, **overrides):
-    """A trainer :class:`~rltutor.train.Config` for ``algo`` on a token task at this scale."""
+def lm_settings(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
+                task_options: dict | None = None, **overrides) -> dict:
+    """The trainer settings (``make_config`` keyword arguments) for ``algo`` on a token task at this
+    scale: the scale's model, SFT, batch and learning rate, then :data:`LM_ALGOS`, then ``overrides``.
+    The command line uses them for ``rltutor train --env addition`` (and ``sequence``)."""
     if algo not in LM_ALGOS:
         raise ValueError(f"unknown LM algorithm {algo!r}; valid: {', '.join(LM_ALGOS)}")
     s = _SCALES[resolve_scale(scale)]
@@ -70,7 +72,13 @@ def lm_config(algo: str, task: str = "addition", scale: str | None = None, seed:
                device="auto", total_steps=10**9)
     cfg.update(preset)
     cfg.update(overrides)
-    return make_config(algo, **cfg)
+    return cfg
+
+
+def lm_config(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
+              task_options: dict | None = None, **overrides):
+    """A trainer :class:`~rltutor.train.Config` for ``algo`` on a token task at this scale."""
+    return make_config(algo, **lm_settings(algo, task, scale, seed, task_options, **overrides))
 
 
 def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:
