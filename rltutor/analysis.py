@@ -209,6 +209,14 @@ class Rollouts:
     dtype: torch.dtype = torch.float32
     values: dict = field(default_factory=dict, repr=False)
     """cache of exact value functions V (M, B, T) by gamma, filled by :func:`estimator_advantages`"""
+    derived: dict = field(default_factory=dict, repr=False)
+    """cache of what every estimator reads: the rewards and ``good`` as floats (M, B, T)"""
+
+    def good_float(self) -> torch.Tensor:
+        """``good`` as a 0/1 tensor of ``dtype`` (M, B, T), converted once per rollout."""
+        if "good" not in self.derived:
+            self.derived["good"] = self.good.to(self.dtype)
+        return self.derived["good"]
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -251,9 +259,15 @@ def reward_unit(task: ChainTask) -> float:
 
 
 def task_rewards(roll: Rollouts) -> torch.Tensor:
-    """Rewards r, shape (M, B, T), including the reward noise."""
+    """Rewards r, shape (M, B, T), including the reward noise (computed once per rollout; read-only)."""
+    if "rewards" not in roll.derived:
+        roll.derived["rewards"] = _task_rewards(roll)
+    return roll.derived["rewards"]
+
+
+def _task_rewards(roll: Rollouts) -> torch.Tensor:
     task = roll.task
-    g = roll.good.to(roll.dtype)
+    g = roll.good_float()
     if task.reward == "dense":
         return g if roll.eps is None else g + task.noise * roll.eps  # r_t = 1[a_t good] + noise
     r = torch.zeros_like(g)
@@ -284,7 +298,7 @@ def true_values(roll: Rollouts, gamma: float) -> torch.Tensor:
     to_end = gamma ** (T - 1 - t)  # discount from step t to the last step
     if task.reward == "dense":
         return (p * disc_sum).to(dt).expand(roll.shape).clone()
-    g = roll.good.to(dt)
+    g = roll.good_float() if dt == roll.dtype else roll.good.to(dt)
     if task.reward == "terminal":
         c = torch.cumsum(g, dim=-1) - g  # c_t: good actions before step t
         return to_end.to(dt) * (c + (remaining * p).to(dt)) / T
@@ -438,7 +452,8 @@ def batch_gradients(roll: Rollouts, adv: torch.Tensor) -> torch.Tensor:
     pi = policy_probs(roll.task, adv.dtype)  # (T, K)
     total = adv.sum(dim=1)  # sum_i A_{i,t}, (M, T)
     if K == 2:
-        good_sum = (adv * roll.good).sum(dim=1)  # sum_i 1[a_{i,t} = 0] A_{i,t}, (M, T)
+        good = roll.good_float() if adv.dtype == roll.dtype else roll.good
+        good_sum = (adv * good).sum(dim=1)  # sum_i 1[a_{i,t} = 0] A_{i,t}, (M, T)
         counts = torch.stack([good_sum, total - good_sum], dim=-1)  # (M, T, 2)
     else:
         # sum_i 1[a_{i,t} = k] A_{i,t} by scatter_add into the flat index t * K + a: (M, T * K)
@@ -483,8 +498,11 @@ def summarize(g: torch.Tensor, grad_true: torch.Tensor) -> dict[str, float]:
 
 def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size: int = 32,
                   n_batches: int = 128, seed: int = 0, dtype=torch.float32,
-                  return_gradients: bool = False, fast: bool = True):
+                  return_gradients: bool = False, fast: bool = True, critic_draws: bool | None = None):
     """Measure several estimators on the SAME sampled trajectories (common random numbers).
+
+    ``critic_draws`` (default: only if an estimator needs them) samples the critic-error draws too;
+    they come from their own generator, so the trajectories are the same either way.
 
     Returns a list of dicts (one per spec: the spec's fields, the task's, and :func:`summarize`'s),
     and, with ``return_gradients=True``, also the list of (M, T, K) gradient tensors.
@@ -492,7 +510,8 @@ def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size
     for s in specs:
         if s.name in GROUP_NAMES:
             check_params(name=s.name, G=s.G, batch_size=batch_size)
-    need_xi = any(s.name == "gae_critic" and s.critic_noise > 0 for s in specs)
+    need_xi = any(s.name == "gae_critic" and s.critic_noise > 0 for s in specs) if critic_draws is None \
+        else bool(critic_draws)
     roll = _cached_rollouts(task, int(n_batches), int(batch_size), int(seed), dtype, need_xi)
     r = task_rewards(roll)
     gt = true_gradient(task)
@@ -524,7 +543,8 @@ def measure_cached(task: ChainTask, spec: EstimatorSpec, batch_size: int, n_batc
     Same numbers as :func:`measure_specs` with the same arguments (same seed, same samples). Pass the
     spec through :func:`relevant_spec` first to share results across knobs the estimator ignores.
     """
-    return measure_specs(task, [spec], batch_size=batch_size, n_batches=n_batches, seed=seed)[0]
+    # critic_draws=True: every estimator of a task shares one cached rollout (and its exact values).
+    return measure_specs(task, [spec], batch_size=batch_size, n_batches=n_batches, seed=seed, critic_draws=True)[0]
 
 
 def _specs(estimators: Iterable[str], G: int, gamma: float, lam: float, critic_noise: float):
