@@ -2,15 +2,19 @@
 
 Everything runs in one process on one machine, side by side, so the ratios are comparable even when
 the absolute numbers are noisy (a shared CPU). No downloads: TRL's model is a randomly initialised
-GPT-2 built from a config, of the same size as rltutor's TinyGPT (2 layers, 4 heads, 128 wide), and
-its tokenizer is built locally from rltutor's 14-token vocabulary.
+GPT-2 built from a config, of the same size as rltutor's TinyGPT (2 layers, 4 heads, 128 wide) and with
+the same exact GELU (GPT-2's default tanh-form GELU, made of several elementwise ops, makes TRL's step
+about 20% slower for a reason that has nothing to do with TRL), and its tokenizer is built locally from
+rltutor's 14-token vocabulary.
 
 The step measured on both sides is one GRPO step: 8 prompts x 8 completions, every completion
 exactly ``T`` tokens long (TRL: ``min_new_tokens = T``; rltutor: the sampler runs ``T`` steps), one
 policy update per batch, no reference model (beta = 0, TRL's default), fp32, no gradient
 checkpointing. "Tokens/s" counts completion tokens: 64 * T per step / seconds per step. The shares
 say what part of each trainer's step is sampling (rltutor: the collector's ``sample_time``; TRL:
-``_generate_and_score_completions``, which also scores the rewards); the rest is the update.
+``_generate_and_score_completions``, which also scores the rewards); the rest is the update. On the
+CPU, ``floor`` is the tokens/s of the step's matrix products and attention alone (``make_floor``), and
+``ratio_cap`` = floor / TRL is the most any implementation using PyTorch's kernels could reach.
 
     python benchmarks/lm_throughput.py                 # T = 16 and 64, 8 steps each after 2 warm-up
     python benchmarks/lm_throughput.py --lengths 16 --steps 4 --no-trl
@@ -81,6 +85,80 @@ def bench_train_forward_backward(T: int, steps: int, device) -> float:
     return steps * N_PROMPTS * G * T / (time.perf_counter() - t0)
 
 
+def make_floor(T: int, P: int = 6):
+    """Seconds that the unavoidable arithmetic of one step takes with PyTorch's own fp32 kernels here.
+
+    One GRPO step of this size cannot skip: the matrix products of sampling (a prefill of the P prompt
+    tokens, then ``T - 1`` decode steps of 64 rows), the attention of each decode step, and the
+    forward and backward matrix products and causal attention of the update over ``64 x (P + T - 1)``
+    tokens. This times exactly those products and attention calls back to back on preallocated
+    tensors (``torch.addmm`` / ``torch.mm`` / ``F.scaled_dot_product_attention``), with no model, no
+    Python modules, no LayerNorm, GELU, softmax over the vocabulary, sampling draws or Adam, and
+    returns the fastest of ``reps`` repetitions: a lower bound on any step that does this fp32
+    arithmetic with these kernels on this machine. TRL's step divided by it caps the attainable ratio.
+
+    Returns a function that runs this arithmetic once and returns ``(sampling_s, update_s)``;
+    :func:`floor_summary` takes the fastest of several repetitions.
+    """
+    import torch.nn.functional as F
+
+    B, C, V = N_PROMPTS * G, WIDTH["n_embd"], len(VOCAB)
+    nh, hs = WIDTH["n_head"], C // WIDTH["n_head"]
+    shapes = [(C, 3 * C), (C, C), (C, 4 * C), (4 * C, C)]  # (in, out) of each block's linear layers
+    W = {(i, o): (torch.randn(i, o), torch.randn(o)) for i, o in shapes + [(C, V)]}
+
+    L = P + T - 1  # the update's sequence length
+    inputs = {M: {i: torch.randn(M, i) for i, _ in W} for M in (B, B * P, B * L)}  # made before timing
+
+    def linears(M, backward):
+        xs = inputs[M]
+        for _ in range(WIDTH["n_layer"]):
+            for i, o in shapes:
+                w, b = W[(i, o)]
+                y = torch.addmm(b, xs[i], w)
+                if backward:  # grad of the input, grad of the weight
+                    torch.mm(y, w.t())
+                    torch.mm(xs[i].t(), y)
+        w, b = W[(C, V)]
+        y = torch.addmm(b, xs[C], w)  # output head
+        if backward:
+            torch.mm(y, w.t())
+            torch.mm(xs[C].t(), y)
+
+    kv = torch.randn(B, nh, P + T, hs)
+    q1 = torch.randn(B, nh, 1, hs)
+    qkv = [torch.randn(B, nh, L, hs, requires_grad=True) for _ in range(3)]
+
+    def sampling():
+        linears(B * P, backward=False)  # prefill
+        for t in range(1, T):  # each decode step: one token per row, attending to P + t positions
+            linears(B, backward=False)
+            for _ in range(WIDTH["n_layer"]):
+                F.scaled_dot_product_attention(q1, kv[:, :, :P + t], kv[:, :, :P + t])
+
+    def update():
+        linears(B * L, backward=True)
+        for _ in range(WIDTH["n_layer"]):
+            y = F.scaled_dot_product_attention(*qkv, is_causal=True)
+            y.backward(torch.ones_like(y))
+
+    def once():
+        t0 = time.perf_counter()
+        sampling()
+        t1 = time.perf_counter()
+        update()
+        return t1 - t0, time.perf_counter() - t1
+
+    return once
+
+
+def floor_summary(times: list) -> dict:
+    """The fastest sampling and update of several ``make_floor`` repetitions, and their sum."""
+    out = {"floor_sampling_s": min(t[0] for t in times), "floor_update_s": min(t[1] for t in times)}
+    out["floor_step_s"] = out["floor_sampling_s"] + out["floor_update_s"]
+    return out
+
+
 def _rltutor_trainer(T: int, device):
     from rltutor.train import Trainer, make_config
 
@@ -104,14 +182,28 @@ def bench_rltutor_step(T: int, steps: int, device) -> float:
     return steps * N_PROMPTS * G * T / (time.perf_counter() - t0)
 
 
-def bench_trl_step(T: int, steps: int, interleave=None) -> tuple[float, dict]:
+TRL_VARIANTS = {
+    "default": "the set-up above (exact GELU, dynamic KV cache, eager)",
+    "tanh-gelu": "GPT-2's default activation, the tanh approximation of GELU",
+    "static-cache": "generate with a preallocated (static) KV cache",
+    "torch-compile": "GRPOConfig(torch_compile=True): the training model compiled by torch.compile",
+    "paged": "GRPOConfig(use_transformers_paged=True): transformers' continuous-batching generation",
+}
+
+
+def bench_trl_step(T: int, steps: int, interleave=None, variant: str = "default") -> tuple[float, dict]:
     """End-to-end steps of TRL's GRPOTrainer on a same-sized GPT-2 built from a config.
 
     A TRL step is timed from ``on_step_begin`` to ``on_step_end`` (generation, rewards, loss, backward,
     optimizer step; TRL's per-step logging is left out). With ``interleave`` (a function), it is called
     after every TRL step, outside TRL's timing, so that two systems alternate step by step and a
     machine whose load changes during the run slows both alike.
+
+    ``variant`` tries one of TRL's or transformers' speed options on top of the default set-up (see
+    ``TRL_VARIANTS``), to check that the comparison is not against a badly configured TRL.
     """
+    if variant not in TRL_VARIANTS:
+        raise ValueError(f"unknown TRL variant {variant!r}; pick one of {sorted(TRL_VARIANTS)}")
     import datasets
     import transformers
     import trl
@@ -129,6 +221,8 @@ def bench_trl_step(T: int, steps: int, interleave=None) -> tuple[float, dict]:
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=len(vocab), n_positions=6 + T, n_embd=WIDTH["n_embd"],
                         n_layer=WIDTH["n_layer"], n_head=WIDTH["n_head"], resid_pdrop=0.0, embd_pdrop=0.0,
+                        # TinyGPT's exact GELU; GPT-2's default tanh form is slower
+                        activation_function="gelu_new" if variant == "tanh-gelu" else "gelu",
                         attn_pdrop=0.0, bos_token_id=vocab["<eos>"], eos_token_id=vocab["<eos>"],
                         pad_token_id=vocab["<pad>"])
     model = GPT2LMHeadModel(config)
@@ -153,10 +247,12 @@ def bench_trl_step(T: int, steps: int, interleave=None) -> tuple[float, dict]:
 
     args = trl.GRPOConfig(
         output_dir="/tmp/rltutor_trl_bench", per_device_train_batch_size=N_PROMPTS * G, num_generations=G,
-        max_completion_length=T, generation_kwargs={"min_new_tokens": T}, temperature=1.0, beta=0.0,
+        max_completion_length=T, generation_kwargs={"min_new_tokens": T, **(
+            {"cache_implementation": "static"} if variant == "static-cache" else {})}, temperature=1.0, beta=0.0,
         num_iterations=1, learning_rate=1e-4, max_steps=steps + 2, bf16=False, gradient_checkpointing=False,
         use_cpu=not torch.cuda.is_available(), report_to="none", logging_steps=1, save_strategy="no",
         disable_dropout=True, seed=0, dataloader_num_workers=0, shuffle_dataset=False,
+        torch_compile=variant == "torch-compile", use_transformers_paged=variant == "paged",
     )
     trainer = trl.GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data,
                               processing_class=tokenizer, callbacks=[Clock()])
@@ -185,42 +281,77 @@ def main(argv=None):
     ap.add_argument("--no-trl", action="store_true", help="skip TRL (e.g. when it is not installed)")
     ap.add_argument("--out", default=None, help="write the table as CSV here")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for both sides")
+    ap.add_argument("--trl-variants", action="store_true",
+                    help="instead: time TRL alone under each of TRL_VARIANTS, to find its fastest set-up")
     args = ap.parse_args(argv)
     device = get_device()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.trl_variants:
+        return trl_variants(args)
     rows = []
     for T in args.lengths:
         row = {"T": T}
         row.update({f"rollout_{k}": v for k, v in bench_rollout(T, args.steps, device).items()})
         row["train_fwd_bwd"] = bench_train_forward_backward(T, args.steps, device)
+        # The floor times CPU kernels (on a GPU it would need synchronising). With TRL it runs once after
+        # every TRL step, alternating like the trainers, so that all three see the same machine load.
+        floor = make_floor(T) if device.type == "cpu" else None
+        floor_times = []
         if args.no_trl:
             row["rltutor_step"] = bench_rltutor_step(T, args.steps, device)
         else:  # the two trainers alternate step by step: one TRL step, then one rltutor step
             trainer, rl_times, rl_sample = _rltutor_trainer(T, device), [], []
 
-            def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample):
+            def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample, floor=floor, floor_times=floor_times):
                 t0 = time.perf_counter()
                 trainer.step()
                 rl_times.append(time.perf_counter() - t0)
                 rl_sample.append(trainer.collector.last_info["sample_time"])
+                if floor is not None:
+                    floor_times.append(floor())
 
             row["trl_step"], meta = bench_trl_step(T, args.steps, interleave=rl_step)
             row["rltutor_step"] = N_PROMPTS * G * T * len(rl_times[2:]) / sum(rl_times[2:])
             row["rltutor_sample_share"] = sum(rl_sample[2:]) / sum(rl_times[2:])
             row["ratio_vs_trl"] = row["rltutor_step"] / row["trl_step"]
             row.update({f"trl_{k}": v for k, v in meta.items()})
+        if floor is not None:
+            row.update(floor_summary(floor_times or [floor() for _ in range(args.steps)]))
+            row["floor_step"] = N_PROMPTS * G * T / row["floor_step_s"]
+            if "trl_step" in row:  # no step doing this arithmetic with these kernels beats this ratio
+                row["ratio_cap"] = row["floor_step"] / row["trl_step"]
         rows.append(row)
         print(row, flush=True)
     print(f"\ndevice: {device}, threads: {torch.get_num_threads()}, torch {torch.__version__}, "
           f"{N_PROMPTS} prompts x {G} completions per step; completion tokens/s\n")
-    cols = [c for c in ("T", "rollout_cache", "rollout_no_cache", "train_fwd_bwd", "rltutor_step", "trl_step",
-                        "ratio_vs_trl", "rltutor_sample_share", "trl_generate_share") if c in rows[0]]
+    cols = [c for c in ("T", "rollout_cache", "rollout_no_cache", "train_fwd_bwd", "floor_step", "rltutor_step",
+                        "trl_step", "ratio_vs_trl", "ratio_cap", "rltutor_sample_share", "trl_generate_share")
+            if c in rows[0]]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
         print("| " + " | ".join(str(r[c]) if c == "T" else f"{r[c]:.2f}" if c.startswith("ratio") or
                                 c.endswith("share") else f"{r[c]:,.0f}" for c in cols) + " |")
+    if args.out:
+        import pandas as pd
+
+        pd.DataFrame(rows).to_csv(args.out, index=False)
+
+
+def trl_variants(args):
+    """TRL's tokens/s under each variant (TRL alone; the variants run one after another, so compare
+    them only roughly, and rerun when the machine is busy)."""
+    rows = []
+    for T in args.lengths:
+        for v in TRL_VARIANTS:
+            tps, meta = bench_trl_step(T, args.steps, variant=v)
+            rows.append({"T": T, "variant": v, "trl_step": tps, **{f"trl_{k}": x for k, x in meta.items()}})
+            print(rows[-1], flush=True)
+    print(f"\nthreads: {torch.get_num_threads()}; TRL completion tokens/s by set-up\n")
+    print("| T | variant | TRL tokens/s | mean completion length |\n|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['T']} | {r['variant']} | {r['trl_step']:,.0f} | {r['trl_mean_completion_length']:.1f} |")
     if args.out:
         import pandas as pd
 

@@ -1,0 +1,42 @@
+"""Smoke tests of the benchmark scripts: they run, and their bookkeeping is consistent. No timing
+is checked here (timings belong in the benchmarks themselves, not in tests on noisy machines)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lm_throughput_runs_without_trl(tmp_path):
+    lm = _load("lm_throughput")
+    out = tmp_path / "lm.csv"
+    lm.main(["--lengths", "4", "--steps", "1", "--no-trl", "--threads", "1", "--out", str(out)])
+    import pandas as pd
+
+    row = pd.read_csv(out).iloc[0]
+    assert row["T"] == 4
+    for col in ("rollout_cache", "rollout_no_cache", "train_fwd_bwd", "rltutor_step", "floor_step"):
+        assert row[col] > 0, col
+    assert row["floor_step_s"] == pytest.approx(row["floor_sampling_s"] + row["floor_update_s"])
+    assert row["floor_step"] == pytest.approx(64 * 4 / row["floor_step_s"])
+
+
+def test_floor_summary_takes_the_fastest_of_each_phase():
+    lm = _load("lm_throughput")
+    s = lm.floor_summary([(0.3, 0.1), (0.2, 0.4)])
+    assert s == {"floor_sampling_s": 0.2, "floor_update_s": 0.1, "floor_step_s": pytest.approx(0.3)}
+
+
+def test_unknown_trl_variant_is_refused_before_anything_runs():
+    lm = _load("lm_throughput")
+    with pytest.raises(ValueError, match="unknown TRL variant 'fast'"):
+        lm.bench_trl_step(4, 1, variant="fast")
