@@ -212,3 +212,18 @@ def test_notebook_conventions(nb_path):
     first = "".join(code[0]["source"]) if code else ""
     assert "google.colab" in first and "pip" in first, (
         f"{nb_path.name}: the first code cell must install rltutor when run on Colab (and do nothing elsewhere)")
+    # The chapter title comes first: a code cell above it renders above the title in the book.
+    top = "".join(nb["cells"][0]["source"])
+    assert nb["cells"][0]["cell_type"] == "markdown" and top.startswith("# "), (
+        f"{nb_path.name}: the first cell must be the chapter's '# Title' markdown cell, above the install cell")
+
+
+def test_every_notebook_installs_rltutor_the_same_way():
+    import json
+
+    firsts = {p.name: "".join(next(c for c in json.loads(p.read_text(encoding="utf-8"))["cells"]
+                                   if c["cell_type"] == "code")["source"]) for p in NOTEBOOKS}
+    variants = {}
+    for name, src in firsts.items():
+        variants.setdefault(src, []).append(name)
+    assert len(variants) == 1, f"the notebooks' install cells differ: {list(variants.values())}"
