@@ -4,7 +4,7 @@ Everything runs in one process on one machine, side by side, so the ratios are c
 the absolute numbers are noisy (a shared CPU). No downloads: TRL's model is a randomly initialised
 GPT-2 built from a config, of the same size as rltutor's TinyGPT (2 layers, 4 heads, 128 wide) and with
 the same exact GELU (GPT-2's default tanh-form GELU, made of several elementwise ops, makes TRL's step
-about 20% slower for a reason that has nothing to do with TRL), and its tokenizer is built locally from
+10-25% slower for a reason that has nothing to do with TRL), and its tokenizer is built locally from
 rltutor's 14-token vocabulary.
 
 The step measured on both sides is one GRPO step: 8 prompts x 8 completions, every completion
@@ -18,6 +18,7 @@ CPU, ``floor`` is the tokens/s of the step's matrix products and attention alone
 
     python benchmarks/lm_throughput.py                 # T = 16 and 64, 8 steps each after 2 warm-up
     python benchmarks/lm_throughput.py --lengths 16 --steps 4 --no-trl
+    python benchmarks/lm_throughput.py --lengths 64 --trl-variants   # TRL alone, under each speed option
 
 Prints a markdown table and, with ``--out``, writes it as CSV.
 """
@@ -159,6 +160,20 @@ def floor_summary(times: list) -> dict:
     return out
 
 
+def profile_sampler(T: int, device) -> None:
+    """Print torch.profiler's busiest operators in one rltutor sampling call (after one warm-up call),
+    to compare the time its matrix products and attention take there with the floor's."""
+    from torch.profiler import profile
+
+    model = _rltutor_model(T, device)
+    prompts = AdditionTask().sample_prompts(N_PROMPTS * G, torch.Generator().manual_seed(0)).to(device)
+    sample(model, prompts, T, 1.0, torch.Generator().manual_seed(0), True, stop_early=False)
+    with profile() as prof:
+        sample(model, prompts, T, 1.0, torch.Generator().manual_seed(1), True, stop_early=False)
+    print(f"one sampling call, T = {T}:")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=8))
+
+
 def _rltutor_trainer(T: int, device):
     from rltutor.train import Trainer, make_config
 
@@ -281,6 +296,8 @@ def main(argv=None):
     ap.add_argument("--no-trl", action="store_true", help="skip TRL (e.g. when it is not installed)")
     ap.add_argument("--out", default=None, help="write the table as CSV here")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for both sides")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print the busiest operators of one rltutor sampling call per T")
     ap.add_argument("--trl-variants", action="store_true",
                     help="instead: time TRL alone under each of TRL_VARIANTS, to find its fastest set-up")
     args = ap.parse_args(argv)
@@ -294,6 +311,8 @@ def main(argv=None):
         row = {"T": T}
         row.update({f"rollout_{k}": v for k, v in bench_rollout(T, args.steps, device).items()})
         row["train_fwd_bwd"] = bench_train_forward_backward(T, args.steps, device)
+        if args.profile:
+            profile_sampler(T, device)
         # The floor times CPU kernels (on a GPU it would need synchronising). With TRL it runs once after
         # every TRL step, alternating like the trainers, so that all three see the same machine load.
         floor = make_floor(T) if device.type == "cpu" else None
