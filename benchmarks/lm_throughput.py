@@ -46,16 +46,20 @@ class FixedLengthTask(AdditionTask):
         return sum(2 <= t <= 11 for t in completion) / max(1, len(completion))
 
 
-def _rltutor_model(T: int, device):
+def _rltutor_model(T: int, device, compiled: bool = False):
     from rltutor.gpt import GPTConfig, TinyGPT
 
     torch.manual_seed(0)
-    return TinyGPT(GPTConfig(vocab_size=len(VOCAB), block_size=6 + T, **WIDTH)).to(device)
+    model = TinyGPT(GPTConfig(vocab_size=len(VOCAB), block_size=6 + T, **WIDTH)).to(device)
+    if compiled:  # torch.compile each block: one graph for all lengths (dynamic shapes), built at the first call
+        for block in model.blocks:
+            block.compile(dynamic=True)
+    return model
 
 
-def bench_rollout(T: int, steps: int, device) -> dict:
+def bench_rollout(T: int, steps: int, device, compiled: bool = False) -> dict:
     """Sampling tokens/s of rltutor's sampler with and without the KV cache."""
-    model = _rltutor_model(T, device)
+    model = _rltutor_model(T, device, compiled)
     prompts = AdditionTask().sample_prompts(N_PROMPTS * G, torch.Generator().manual_seed(0)).to(device)
     out = {}
     for use_cache in (True, False):
@@ -67,9 +71,9 @@ def bench_rollout(T: int, steps: int, device) -> dict:
     return out
 
 
-def bench_train_forward_backward(T: int, steps: int, device) -> float:
+def bench_train_forward_backward(T: int, steps: int, device, compiled: bool = False) -> float:
     """Training tokens/s: evaluate (one causal forward), a policy loss, backward and an Adam step."""
-    model = _rltutor_model(T, device)
+    model = _rltutor_model(T, device, compiled)
     policy = LMPolicy(model)
     batch, _ = LMCollector(FixedLengthTask(), N_PROMPTS, G, max_new_tokens=T).collect(
         policy, torch.Generator().manual_seed(0))
@@ -160,12 +164,12 @@ def floor_summary(times: list) -> dict:
     return out
 
 
-def profile_sampler(T: int, device) -> None:
+def profile_sampler(T: int, device, compiled: bool = False) -> None:
     """Print torch.profiler's busiest operators in one rltutor sampling call (after one warm-up call),
     to compare the time its matrix products and attention take there with the floor's."""
     from torch.profiler import profile
 
-    model = _rltutor_model(T, device)
+    model = _rltutor_model(T, device, compiled)
     prompts = AdditionTask().sample_prompts(N_PROMPTS * G, torch.Generator().manual_seed(0)).to(device)
     sample(model, prompts, T, 1.0, torch.Generator().manual_seed(0), True, stop_early=False)
     with profile() as prof:
@@ -174,10 +178,10 @@ def profile_sampler(T: int, device) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=8))
 
 
-def _rltutor_trainer(T: int, device):
+def _rltutor_trainer(T: int, device, compiled: bool = False):
     from rltutor.train import Trainer, make_config
 
-    model = _rltutor_model(T, device)
+    model = _rltutor_model(T, device, compiled)
     policy = LMPolicy(model)
     collector = LMCollector(FixedLengthTask(), N_PROMPTS, G, max_new_tokens=T)
     # As TRL's defaults: one optimizer step per batch, token-mean ("dapo" loss type), grad norm 1.0.
@@ -187,9 +191,9 @@ def _rltutor_trainer(T: int, device):
     return Trainer(cfg, policy, collector)
 
 
-def bench_rltutor_step(T: int, steps: int, device) -> float:
+def bench_rltutor_step(T: int, steps: int, device, compiled: bool = False) -> float:
     """End-to-end GRPO steps of rltutor's one trainer: sample, reward, advantages, update."""
-    trainer = _rltutor_trainer(T, device)
+    trainer = _rltutor_trainer(T, device, compiled)
     trainer.step()  # warm-up
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -298,6 +302,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for both sides")
     ap.add_argument("--profile", action="store_true",
                     help="also print the busiest operators of one rltutor sampling call per T")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile rltutor's transformer blocks (compile time falls in the warm-up)")
     ap.add_argument("--trl-variants", action="store_true",
                     help="instead: time TRL alone under each of TRL_VARIANTS, to find its fastest set-up")
     args = ap.parse_args(argv)
@@ -309,18 +315,18 @@ def main(argv=None):
     rows = []
     for T in args.lengths:
         row = {"T": T}
-        row.update({f"rollout_{k}": v for k, v in bench_rollout(T, args.steps, device).items()})
-        row["train_fwd_bwd"] = bench_train_forward_backward(T, args.steps, device)
+        row.update({f"rollout_{k}": v for k, v in bench_rollout(T, args.steps, device, args.compile).items()})
+        row["train_fwd_bwd"] = bench_train_forward_backward(T, args.steps, device, args.compile)
         if args.profile:
-            profile_sampler(T, device)
+            profile_sampler(T, device, args.compile)
         # The floor times CPU kernels (on a GPU it would need synchronising). With TRL it runs once after
         # every TRL step, alternating like the trainers, so that all three see the same machine load.
         floor = make_floor(T) if device.type == "cpu" else None
         floor_times = []
         if args.no_trl:
-            row["rltutor_step"] = bench_rltutor_step(T, args.steps, device)
+            row["rltutor_step"] = bench_rltutor_step(T, args.steps, device, args.compile)
         else:  # the two trainers alternate step by step: one TRL step, then one rltutor step
-            trainer, rl_times, rl_sample = _rltutor_trainer(T, device), [], []
+            trainer, rl_times, rl_sample = _rltutor_trainer(T, device, args.compile), [], []
 
             def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample, floor=floor, floor_times=floor_times):
                 t0 = time.perf_counter()
