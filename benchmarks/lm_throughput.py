@@ -98,9 +98,9 @@ def make_floor(T: int, P: int = 6):
     forward and backward matrix products and causal attention of the update over ``64 x (P + T - 1)``
     tokens. This times exactly those products and attention calls back to back on preallocated
     tensors (``torch.addmm`` / ``torch.mm`` / ``F.scaled_dot_product_attention``), with no model, no
-    Python modules, no LayerNorm, GELU, softmax over the vocabulary, sampling draws or Adam, and
-    returns the fastest of ``reps`` repetitions: a lower bound on any step that does this fp32
-    arithmetic with these kernels on this machine. TRL's step divided by it caps the attainable ratio.
+    Python modules, no LayerNorm, GELU, softmax over the vocabulary, sampling draws or Adam. The
+    fastest of several repetitions is a lower bound on any step that does this fp32 arithmetic with
+    these kernels on this machine; TRL's step divided by it caps the attainable ratio.
 
     Returns a function that runs this arithmetic once and returns ``(sampling_s, update_s)``;
     :func:`floor_summary` takes the fastest of several repetitions.
@@ -359,9 +359,13 @@ def main(argv=None):
         print("| " + " | ".join(str(r[c]) if c == "T" else f"{r[c]:.2f}" if c.startswith("ratio") or
                                 c.endswith("share") else f"{r[c]:,.0f}" for c in cols) + " |")
     if args.out:
-        import pandas as pd
+        _write_csv(rows, args.out)
 
-        pd.DataFrame(rows).to_csv(args.out, index=False)
+
+def _write_csv(rows: list, path: str) -> None:
+    import pandas as pd
+
+    pd.DataFrame(rows).to_csv(path, index=False)
 
 
 def trl_variants(args):
@@ -378,9 +382,7 @@ def trl_variants(args):
     for r in rows:
         print(f"| {r['T']} | {r['variant']} | {r['trl_step']:,.0f} | {r['trl_mean_completion_length']:.1f} |")
     if args.out:
-        import pandas as pd
-
-        pd.DataFrame(rows).to_csv(args.out, index=False)
+        _write_csv(rows, args.out)
 
 
 if __name__ == "__main__":
