@@ -244,17 +244,23 @@ class LMCollector:
         ref: a frozen reference model (:func:`frozen_copy`); if given, ``ref_logp`` is in the batch.
         overlong_buffer: if set, add DAPO's soft overlong penalty with this buffer L_cache.
         use_cache: sample with the KV cache (turn off only to measure what it buys).
+        max_draws: DAPO's dynamic sampling with refill. With ``max_draws > 1`` the collector keeps
+            only *live* groups (rewards not all equal; a dead group's advantages are all 0) and draws
+            fresh batches of ``n_prompts`` prompts, at most ``max_draws`` in all, until ``n_prompts``
+            live groups fill the batch. If the draws run out first, the batch holds the live groups
+            found (fewer rows); if none was live, it is the first draw, all dead. Every draw's tokens
+            count in ``env_steps``: refilling costs sampling. 1 (default): one draw, kept whole.
     """
 
     def __init__(self, task: TokenTask, n_prompts: int = 8, group_size: int = 8,
                  max_new_tokens: int | None = None, ref: TinyGPT | None = None,
-                 overlong_buffer: int | None = None, use_cache: bool = True):
+                 overlong_buffer: int | None = None, use_cache: bool = True, max_draws: int = 1):
         if not isinstance(task, TokenTask):
             raise ValueError(f"task must be a TokenTask (see rltutor.envs.tokens.make_task), got {task!r}")
-        for name, v, lo in (("n_prompts", n_prompts, 1), ("group_size", group_size, 1)):
-            if not isinstance(v, int) or v < lo:
+        for name, v, lo in (("n_prompts", n_prompts, 1), ("group_size", group_size, 1), ("max_draws", max_draws, 1)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-        self.task, self.n_prompts, self.group_size = task, n_prompts, group_size
+        self.task, self.n_prompts, self.group_size, self.max_draws = task, n_prompts, group_size, max_draws
         self.max_new_tokens = max_new_tokens or task.max_new_tokens
         if overlong_buffer is not None:
             overlong_penalty(torch.zeros(1), self.max_new_tokens, overlong_buffer)  # validates the buffer
@@ -272,7 +278,8 @@ class LMCollector:
                              "it was made by another kind of collector")
 
     @torch.no_grad()
-    def collect(self, policy: LMPolicy, generator: torch.Generator | None = None):
+    def _draw(self, policy: LMPolicy, generator: torch.Generator | None) -> dict:
+        """Sample ``n_prompts`` prompts x G completions and score them: the rows of one draw."""
         device = next(policy.parameters()).device
         G = self.group_size
         prompts = self.task.sample_prompts(self.n_prompts, generator)  # (N, P)
@@ -282,7 +289,6 @@ class LMCollector:
                               stop_early=False)  # full width L_max, so batches always concatenate
         t_sample = time.perf_counter() - t0
         responses, mask = out["responses"], out["mask"]  # (B, T)
-        B, T = responses.shape
         score = self.task.reward(prompts, responses.cpu()).to(device)  # (B,) the verifiable reward
         lengths = mask.sum(1)  # |o_i|, EOS included
         r = score.clone()
@@ -290,37 +296,68 @@ class LMCollector:
             ended = (responses == EOS).any(1)
             n = torch.where(ended, lengths, lengths + 1)  # a truncated completion counts as too long
             r = r + overlong_penalty(n, self.max_new_tokens, self.overlong_buffer)
-        last = (lengths.long() - 1).clamp(min=0)
+        rows = {"tokens": out["tokens"], "responses": responses, "logp": out["logp"], "mask": mask,
+                "entropy": out["entropy"], "score": score, "r": r, "lengths": lengths,
+                "values": out.get("values"), "prompt_len": prompts.shape[1], "sample_time": t_sample}
+        r_g = r.view(self.n_prompts, G)  # (N, G)
+        rows["live"] = (r_g.amax(1) - r_g.amin(1)).abs() >= 1e-8  # (N,) the same test as the trainer's
+        return rows
+
+    @torch.no_grad()
+    def collect(self, policy: LMPolicy, generator: torch.Generator | None = None):
+        device = next(policy.parameters()).device
+        G = self.group_size
+        draws = [self._draw(policy, generator)]
+        if self.max_draws > 1:  # DAPO dynamic sampling: draw until n_prompts live groups fill the batch
+            while sum(int(d["live"].sum()) for d in draws) < self.n_prompts and len(draws) < self.max_draws:
+                draws.append(self._draw(policy, generator))
+        every = {k: torch.cat([d[k] for d in draws]) for k in ("score", "r", "lengths", "responses", "mask",
+                                                               "entropy")}  # all sampled rows, for info
+        if self.max_draws > 1 and any(d["live"].any() for d in draws):
+            keep = torch.cat([d["live"] for d in draws]).nonzero().squeeze(1)[:self.n_prompts]  # groups
+            rows_kept = (keep[:, None] * G + torch.arange(G, device=keep.device)).reshape(-1)  # their rows
+        else:
+            rows_kept = torch.arange(self.n_prompts * G, device=device)  # the first draw, whole
+        d = {k: torch.cat([x[k] for x in draws])[rows_kept] for k in ("tokens", "responses", "logp", "mask",
+                                                                       "r", "lengths")}
+        if draws[0]["values"] is not None:
+            d["values"] = torch.cat([x["values"] for x in draws])[rows_kept]
+        B, T = d["responses"].shape
+        P = draws[0]["prompt_len"]
+        last = (d["lengths"].long() - 1).clamp(min=0)
         rewards = torch.zeros(B, T, device=device)
-        rewards[torch.arange(B, device=device), last] = r  # outcome reward on the last valid token
+        rewards[torch.arange(B, device=device), last] = d["r"]  # outcome reward on the last valid token
         batch = {
-            "tokens": out["tokens"],  # (B, P + T)
-            "prompt_len": torch.full((B,), prompts.shape[1], dtype=torch.long, device=device),
-            "actions": responses,
-            "logp": out["logp"],  # behaviour log-probs from the sampler
-            "mask": mask,
+            "tokens": d["tokens"],  # (B, P + T)
+            "prompt_len": torch.full((B,), P, dtype=torch.long, device=device),
+            "actions": d["responses"],
+            "logp": d["logp"],  # behaviour log-probs from the sampler
+            "mask": d["mask"],
             "rewards": rewards,
-            "group_ids": torch.arange(self.n_prompts, device=device).repeat_interleave(G),
+            "group_ids": torch.arange(B // G, device=device).repeat_interleave(G),
         }
         if policy.critic_kind == "head":
-            batch["values"] = out["values"]  # computed by the sampler's own forward passes
+            batch["values"] = d["values"]  # computed by the sampler's own forward passes
         elif policy.has_critic:
             batch["values"] = policy.evaluate(batch)["values"]  # a separate critic: one more forward pass
         if self.ref is not None:
-            batch["ref_logp"] = token_logprobs(self.ref, batch["tokens"], prompts.shape[1],
-                                               policy.temperature)[0] * mask
+            batch["ref_logp"] = token_logprobs(self.ref, batch["tokens"], P, policy.temperature)[0] * d["mask"]
+        # The info describes everything sampled (every draw), the batch only the rows kept.
+        score, r, lengths, responses = every["score"], every["r"], every["lengths"], every["responses"]
         correct = score >= 1.0
         info = {
             "episode_returns": r.tolist(),
             "episode_lengths": lengths.tolist(),
-            "env_steps": int(mask.sum()),
+            "env_steps": int(every["mask"].sum()),
             "score": float(score.mean()),
             "accuracy": float(correct.float().mean()),
             "response_length": float(lengths.mean()),
-            "entropy": float(out["entropy"].sum() / mask.sum()),  # token-mean, the same for every algorithm
+            # token-mean, the same for every algorithm
+            "entropy": float(every["entropy"].sum() / every["mask"].sum()),
             "wrong_length": float(lengths[~correct].mean()) if (~correct).any() else float("nan"),
             "truncated": float((~(responses == EOS).any(1)).float().mean()),
-            "sample_time": t_sample,
+            "sample_time": sum(x["sample_time"] for x in draws),
+            "draws": len(draws),
         }
         self.last_info = info  # read by experiments for metrics the trainer does not log
         return batch, info
@@ -458,6 +495,6 @@ class LMEnv:
         policy = LMPolicy(model, critic=o["critic_kind"] if config.critic else "none",
                           temperature=o["temperature"])
         collector = LMCollector(self.task, n_prompts=config.num_groups, group_size=config.group_size,
-                                overlong_buffer=o["overlong_buffer"])
+                                overlong_buffer=o["overlong_buffer"], max_draws=config.max_draws)
         return policy, collector
 

@@ -154,6 +154,9 @@ class Config:
     """True: -beta*KL per token added to the rewards (PPO/RLHF); False: beta*KL added to the loss (GRPO)"""
     dynamic_sampling: bool = False
     """drop groups whose scores are all equal before the update (DAPO)"""
+    max_draws: int = 1
+    """with dynamic_sampling, token tasks draw up to this many batches of prompts to refill the dropped
+    groups (DAPO); 1: drop without refilling (rltutor.lm.LMCollector's max_draws)"""
 
     # --- optimization -----------------------------------------------------------------------------
     lr: float = 2.5e-4
@@ -184,7 +187,8 @@ class Config:
         check_choice("aggregation mode", self.agg, AGG_MODES)
         check_choice("norm_adv", self.norm_adv, NORM_ADV)
         check_choice("kl_kind", self.kl_kind, KL_KINDS)
-        for name in ("total_steps", "num_envs", "num_steps", "group_size", "num_groups", "epochs", "minibatches"):
+        for name in ("total_steps", "num_envs", "num_steps", "group_size", "num_groups", "epochs", "minibatches",
+                     "max_draws"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -203,6 +207,9 @@ class Config:
         if self.estimator == "gae" and not self.critic:
             raise ValueError("the 'gae' estimator needs a critic: set critic=True or pick a critic-free "
                              f"estimator ({', '.join(sorted(set(ESTIMATORS) - {'gae'}))})")
+        if self.max_draws > 1 and not self.dynamic_sampling:
+            raise ValueError(f"max_draws={self.max_draws} refills the groups that dynamic sampling drops, but "
+                             "dynamic_sampling is off; set dynamic_sampling=True (the 'dapo' preset) or max_draws=1")
         self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
 
     def to_dict(self) -> dict:
@@ -277,6 +284,9 @@ def build(config: Config):
     env = make_env(config.env, num_envs=config.rollout_envs, seed=config.seed, **config.env_options)
     if hasattr(env, "build"):
         return env.build(config)
+    if config.max_draws > 1:
+        raise ValueError(f"max_draws={config.max_draws}: refilling dropped groups is implemented for token tasks "
+                         f"(rltutor.lm.LMCollector), not for {config.env!r}; use max_draws=1 here")
     policy = MLPActorCritic(env.obs_dim, env.n_actions, hidden=config.hidden, shared=config.shared_trunk,
                             critic=config.critic)
     if config.rollout == "segments":

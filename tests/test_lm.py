@@ -106,6 +106,72 @@ def test_collector_batch_follows_the_contract():
     assert info["env_steps"] == int(batch["mask"].sum())
 
 
+class _HalfDeadTask(AdditionTask):
+    """Prompts with an odd first operand score the fraction of digits in the completion (it varies,
+    so their groups are live); the others score 0 whatever is sampled (their groups are dead)."""
+
+    def score(self, prompt, completion):
+        a, _ = self._operands(prompt)
+        return sum(2 <= t <= 11 for t in completion) / max(1, len(completion)) if a % 2 else 0.0
+
+
+def _group_spread(batch, G):
+    r = batch["rewards"].sum(1).view(-1, G)
+    return r.amax(1) - r.amin(1)
+
+
+def test_refill_keeps_only_live_groups_and_counts_every_draw():
+    task = _HalfDeadTask(max_operand=9)
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    col = LMCollector(task, n_prompts=4, group_size=4, max_draws=6)
+    batch, info = col.collect(LMPolicy(m, critic="head"), torch.Generator().manual_seed(0))
+    B, G = batch["actions"].shape[0], 4
+    assert info["draws"] >= 2  # half the prompts are dead, so one draw almost never has 4 live groups
+    assert B == 4 * G and torch.all(_group_spread(batch, G) > 0)  # refilled to 4 groups, all live
+    assert batch["group_ids"].tolist() == [g for g in range(4) for _ in range(G)]
+    assert all(task._operands(p)[0] % 2 for p in batch["tokens"][:, :task.prompt_len])
+    # the rows kept stay aligned: tokens, sampler log-probs and value-head values belong together
+    P = task.prompt_len
+    logp, _, values = token_logprobs(m, batch["tokens"], P)
+    torch.testing.assert_close(logp * batch["mask"], batch["logp"], atol=1e-5, rtol=0)
+    torch.testing.assert_close(values * batch["mask"], batch["values"], atol=1e-5, rtol=0)
+    # refilling costs sampling: env_steps and the returns cover every draw, not only the rows kept
+    assert info["env_steps"] > int(batch["mask"].sum())
+    assert len(info["episode_returns"]) == info["draws"] * 4 * G
+
+
+def test_refill_that_finds_no_live_group_returns_the_first_draw():
+    class DeadTask(AdditionTask):  # every completion scores 0: every group is dead
+        def score(self, prompt, completion):
+            return 0.0
+
+    task = DeadTask(max_operand=9)
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    one, info1 = LMCollector(task, 3, 4).collect(LMPolicy(m), torch.Generator().manual_seed(1))
+    many, info = LMCollector(task, 3, 4, max_draws=3).collect(LMPolicy(m), torch.Generator().manual_seed(1))
+    assert info1["draws"] == 1 and info["draws"] == 3 and info["env_steps"] > info1["env_steps"]
+    for k in one:
+        assert torch.equal(one[k], many[k]), k
+
+
+def test_max_draws_is_validated():
+    with pytest.raises(ValueError, match="max_draws must be an integer >= 1"):
+        LMCollector(AdditionTask(), max_draws=0)
+    with pytest.raises(ValueError, match="set dynamic_sampling=True"):
+        lm_config("grpo", "addition", "quick", max_draws=3)
+    from rltutor.train import build, make_config
+
+    with pytest.raises(ValueError, match="implemented for token tasks"):
+        build(make_config("dapo", env="CartPole-v1", max_draws=3))
+
+
+def test_dapo_with_refill_trains_on_full_batches():
+    cfg = lm_config("dapo", "addition", "quick", seed=0, task_options=dict(max_operand=9),
+                    env_options=dict(n_embd=16, sft_steps=0), num_groups=2, max_draws=2)
+    df = run_lm(cfg, steps=2)
+    assert len(df) == 2 and "zero_std_frac" in df
+
+
 def test_critic_choices_and_cost():
     m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
     none, head = critic_cost(LMPolicy(m)), critic_cost(LMPolicy(m, critic="head"))
@@ -185,3 +251,14 @@ def test_critic_overhead_table():
     assert list(df.index) == ["none", "head", "separate"]
     assert df.loc["separate", "train_state_mb"] > 1.9 * df.loc["none", "train_state_mb"]
     assert (df.fwd_bwd_ms > 0).all() and df.loc["none", "time_vs_none"] == 1.0
+
+
+def test_dynamic_sampling_experiment_refills_the_batch():
+    from rltutor.experiments.lm import dynamic_sampling
+
+    df = dynamic_sampling("quick", seed=0, max_draws=(1, 6), batches=2).set_index("max_draws")
+    one, refill = df.loc[1], df.loc[6]
+    assert one["draws"] == 1 and one["live_groups"] + one["dead_groups"] == one["groups_asked"]
+    # refilling spends extra draws only when the first one left groups dead, and then fills the batch
+    assert refill["live_groups"] >= one["live_groups"] and refill["dead_groups"] == 0
+    assert refill["completions_sampled"] == refill["draws"] * one["completions_sampled"]

@@ -26,7 +26,7 @@ from rltutor.train import Trainer, make_config
 from rltutor.utils import get_device, resolve_scale
 
 __all__ = ["LM_ALGOS", "lm_settings", "lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher",
-           "family", "aggregation_weights", "critic_overhead"]
+           "family", "aggregation_weights", "critic_overhead", "dynamic_sampling"]
 
 # Token-level PPO: a critic, GAE with gamma = lambda = 1 (a terminal reward must not be discounted or
 # decayed over the completion, READER_QUESTIONS #17), advantages whitened over the batch (as verl does).
@@ -249,6 +249,38 @@ def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28))
     runs = [run_lm(lm_config("grpo", "addition", sc, seed, task_options=dict(max_operand=19), clip_high=ch,
                              epochs=4, lr=1e-4, agg="token-mean"), steps, f"eps_high={ch}") for ch in clip_highs]
     return pd.concat(runs, ignore_index=True)
+
+
+def dynamic_sampling(scale: str | None = None, seed: int = 0, max_draws=(1, 4), batches: int = 8,
+                     task_options: dict | None = None) -> pd.DataFrame:
+    """DAPO's dynamic sampling, with and without refilling: what a batch holds and what it costs.
+
+    From the warm-started addition policy, collect ``batches`` batches with each ``max_draws``
+    (1: one draw; the trainer's ``dynamic_sampling`` would then drop the dead groups, so the batch
+    shrinks), the same generator seed for each setting. One record per setting: mean draws per batch,
+    live groups in the batch (rewards not all equal: the only groups with a gradient), dead groups
+    left in it, completions sampled and sampling seconds per batch.
+    """
+    from rltutor.lm import LMCollector, LMEnv, LMPolicy
+
+    s = _SCALES[resolve_scale(scale)]
+    options = {"max_operand": 19, **(task_options or {})}
+    env = LMEnv("addition", seed=seed, n_embd=s["n_embd"], sft_steps=s["sft_steps"], **options)
+    policy = LMPolicy(env.warm_start())
+    G = s["group_size"]
+    rows = []
+    for draws in max_draws:
+        col = LMCollector(env.task, s["num_groups"], G, max_draws=draws)
+        gen = torch.Generator().manual_seed(seed)
+        rec = []
+        for _ in range(batches):
+            batch, info = col.collect(policy, gen)
+            r = batch["rewards"].sum(1).view(-1, G)
+            live = int(((r.amax(1) - r.amin(1)).abs() >= 1e-8).sum())
+            rec.append({"draws": info["draws"], "live_groups": live, "dead_groups": r.shape[0] - live,
+                        "completions_sampled": len(info["episode_returns"]), "sample_s": info["sample_time"]})
+        rows.append({"max_draws": draws, "groups_asked": s["num_groups"], **pd.DataFrame(rec).mean().to_dict()})
+    return pd.DataFrame(rows)
 
 
 def family(scale: str | None = None, seed: int = 0, algos=None):
