@@ -15,7 +15,8 @@ without one), how the per-token loss is reduced (``agg``), how episodes are coll
 One update (:meth:`Trainer.update`), with the paper's symbols:
 
 1. (optional, DAPO) dynamic sampling: drop every group whose scores are all equal; its advantages
-   would be 0 and it would only dilute the batch.
+   would be 0 and it would only dilute the batch. (With ``max_draws > 1`` a token task's collector has
+   already refilled the batch with live groups from fresh prompts, so there is little left to drop.)
 2. (optional) KL to a frozen reference policy pi_ref. ``kl_in_reward=True`` (PPO/RLHF style):
    r_t <- r_t - beta * KL_t before the estimator, so the penalty flows through GAE.
    ``kl_in_reward=False`` (GRPO style): + beta * agg(k3) added to the loss.
