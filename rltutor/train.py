@@ -157,7 +157,8 @@ class Config:
     """drop groups whose scores are all equal before the update (DAPO)"""
     max_draws: int = 1
     """with dynamic_sampling, token tasks draw up to this many batches of prompts to refill the dropped
-    groups (DAPO); 1: drop without refilling (rltutor.lm.LMCollector's max_draws)"""
+    groups (DAPO); 1: drop without refilling (rltutor.lm.LMCollector's max_draws). The history's
+    ``draws`` says how many were needed; ``zero_std_frac`` then describes the refilled batch"""
 
     # --- optimization -----------------------------------------------------------------------------
     lr: float = 2.5e-4
@@ -491,6 +492,8 @@ class Trainer:
                "episode_return": float(np.mean(rets)) if rets else float("nan"),
                "episodes": len(rets), "return_last10": float(np.mean(recent)) if recent else float("nan"),
                **metrics, "lr": lr, "time_s": self.elapsed}
+        if "draws" in info:  # batches of prompts sampled for this update (DAPO's refill, Config.max_draws)
+            row["draws"] = info["draws"]
         self.history.append(row)
         return row
 

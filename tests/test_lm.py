@@ -1,5 +1,7 @@
 """The language model as an RL policy: sampling, log-probs, the warm start, the collector, every preset."""
 
+import math
+
 import pytest
 import torch
 
@@ -166,10 +168,23 @@ def test_max_draws_is_validated():
 
 
 def test_dapo_with_refill_trains_on_full_batches():
+    from rltutor.train import Trainer, make_config
+
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    cfg = make_config("dapo", env="addition", num_groups=4, group_size=4, max_draws=6, seed=0, device="cpu",
+                      total_steps=10**6)
+    trainer = Trainer(cfg, LMPolicy(m), LMCollector(_HalfDeadTask(max_operand=9), 4, 4, max_draws=6))
+    row = trainer.step()
+    assert row["draws"] >= 2 and row["rows"] == 16 and row["zero_std_frac"] == 0.0  # refilled, nothing to drop
+    assert math.isfinite(row["grad_norm"])
+
+
+def test_run_lm_survives_an_update_with_nothing_to_learn():
+    # untrained, no overlong shaping: every addition answer is wrong, every group dead, DAPO drops them all
     cfg = lm_config("dapo", "addition", "quick", seed=0, task_options=dict(max_operand=9),
-                    env_options=dict(n_embd=16, sft_steps=0), num_groups=2, max_draws=2)
-    df = run_lm(cfg, steps=2)
-    assert len(df) == 2 and "zero_std_frac" in df
+                    env_options=dict(n_embd=16, sft_steps=0, overlong_buffer=None), num_groups=2, max_draws=2)
+    df = run_lm(cfg, steps=1)
+    assert df["rows"].iloc[0] == 0 and df["draws"].iloc[0] == 2 and math.isnan(df["grad_norm"].iloc[0])
 
 
 def test_critic_choices_and_cost():

@@ -100,10 +100,12 @@ def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:
         rows.append({"algo": label or config.algo, "update": row["update"], "seed": config.seed,
                      "reward": info["score"], "accuracy": info["accuracy"],
                      "response_length": info["response_length"], "wrong_length": info["wrong_length"],
-                     "truncated": info["truncated"], "entropy": info["entropy"], "clip_frac": row["clip_frac"],
-                     "approx_kl": row["approx_kl"], "zero_std_frac": row["zero_std_frac"],
-                     "explained_variance": row.get("explained_variance", float("nan")),
-                     "grad_norm": row["grad_norm"], "rows": row["rows"], "time_s": time.perf_counter() - t0,
+                     "truncated": info["truncated"], "entropy": info["entropy"],
+                     # an update that dynamic sampling left without rows has no loss statistics
+                     **{k: row.get(k, float("nan")) for k in ("clip_frac", "approx_kl", "zero_std_frac",
+                                                              "explained_variance", "grad_norm")},
+                     "rows": row["rows"], "draws": info.get("draws", 1),
+                     "time_s": time.perf_counter() - t0,
                      **cost})
     df = pd.DataFrame(rows)
     df["peak_cuda_mb"] = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
