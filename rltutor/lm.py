@@ -233,6 +233,14 @@ def frozen_copy(model: TinyGPT) -> TinyGPT:
 # ----------------------------------------------------------------------------------------------
 
 
+def live_groups(scores: torch.Tensor, group_size: int) -> torch.Tensor:
+    """(N,) bool: which groups of ``group_size`` consecutive rows of ``scores`` (N * G,) hold rewards
+    that are not all equal. Only those have non-zero group-relative advantages (the trainer's test
+    for dynamic sampling, ``rltutor.train``, uses the same tolerance)."""
+    s = scores.view(-1, group_size)  # (N, G)
+    return (s.amax(1) - s.amin(1)).abs() >= 1e-8
+
+
 class LMCollector:
     """Prompts -> G completions each -> verifiable rewards -> one batch (``notes/CONTRACT.md``).
 
@@ -299,8 +307,7 @@ class LMCollector:
         rows = {"tokens": out["tokens"], "responses": responses, "logp": out["logp"], "mask": mask,
                 "entropy": out["entropy"], "score": score, "r": r, "lengths": lengths,
                 "values": out.get("values"), "prompt_len": prompts.shape[1], "sample_time": t_sample}
-        r_g = r.view(self.n_prompts, G)  # (N, G)
-        rows["live"] = (r_g.amax(1) - r_g.amin(1)).abs() >= 1e-8  # (N,) the same test as the trainer's
+        rows["live"] = live_groups(r, G)  # (N,)
         return rows
 
     @torch.no_grad()
