@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import torch
 
-from rltutor.utils import check_choice, check_mask, check_same_shape, check_tensor
+from rltutor.utils import check_choice, check_mask, check_same_shape, check_tensor, register_in
 
 __all__ = [
     "discounted_returns",
@@ -261,14 +261,7 @@ ESTIMATORS: dict[str, Estimator] = {}
 
 def register_estimator(name: str) -> Callable[[Estimator], Estimator]:
     """Register ``fn(*, rewards, mask, values, group_ids, gamma, lam, eps) -> (adv, returns)``."""
-
-    def deco(fn: Estimator) -> Estimator:
-        if name in ESTIMATORS:
-            raise ValueError(f"an advantage estimator named {name!r} is already registered")
-        ESTIMATORS[name] = fn
-        return fn
-
-    return deco
+    return register_in(ESTIMATORS, name, "an advantage estimator named")
 
 
 def list_estimators() -> list[str]:

@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import torch
 
-from rltutor.utils import check_choice, check_mask, check_same_shape, check_tensor
+from rltutor.utils import check_choice, check_mask, check_same_shape, check_tensor, register_in
 
 __all__ = [
     "masked_mean",
@@ -149,14 +149,7 @@ def register_policy_loss(name: str) -> Callable[[PolicyLossFn], PolicyLossFn]:
     loss is aggregated with ``agg``) or a (B,) per-sequence loss (a sequence-level objective such
     as GMPO, which is averaged over sequences whatever ``agg`` says).
     """
-
-    def deco(fn: PolicyLossFn) -> PolicyLossFn:
-        if name in POLICY_LOSSES:
-            raise ValueError(f"a policy loss named {name!r} is already registered")
-        POLICY_LOSSES[name] = fn
-        return fn
-
-    return deco
+    return register_in(POLICY_LOSSES, name, "a policy loss named")
 
 
 def list_policy_losses() -> list[str]:

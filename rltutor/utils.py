@@ -105,6 +105,20 @@ def check_same_shape(**tensors: torch.Tensor) -> None:
                              "they must match")
 
 
+def register_in(table: dict, name: str, kind: str):
+    """A decorator that adds a function to the registry ``table`` under ``name``. Registering a name
+    twice is an error, so a new entry cannot silently replace a built-in one; ``kind`` names the
+    entry in the message (e.g. "a policy loss named"). Look names up with :func:`check_choice`."""
+
+    def deco(fn):
+        if name in table:
+            raise ValueError(f"{kind} {name!r} is already registered")
+        table[name] = fn
+        return fn
+
+    return deco
+
+
 def check_choice(name: str, value: str, valid) -> str:
     """``value`` must be one of ``valid``; the message lists them."""
     if value not in valid:

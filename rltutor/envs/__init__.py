@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from rltutor.envs.classic import CartPole, GymVecEnv
 from rltutor.envs.corridor import Corridor
+from rltutor.utils import check_choice, register_in
 
 __all__ = ["ENVS", "register_env", "list_envs", "make_env", "CartPole", "GymVecEnv", "Corridor"]
 
@@ -25,14 +26,7 @@ ENVS: dict[str, Callable] = {}
 
 def register_env(name: str) -> Callable[[Callable], Callable]:
     """Decorator: register ``make(num_envs, seed, **options)`` under ``name``."""
-
-    def deco(fn: Callable) -> Callable:
-        if name in ENVS:
-            raise ValueError(f"environment {name!r} is already registered")
-        ENVS[name] = fn
-        return fn
-
-    return deco
+    return register_in(ENVS, name, "environment")
 
 
 def list_envs() -> list[str]:
@@ -41,8 +35,7 @@ def list_envs() -> list[str]:
 
 def make_env(name: str, num_envs: int = 1, seed: int = 0, **options):
     """Build ``num_envs`` copies of the environment registered as ``name``."""
-    if name not in ENVS:
-        raise ValueError(f"unknown environment {name!r}; valid: {', '.join(list_envs())}")
+    check_choice("environment", name, ENVS)
     return ENVS[name](num_envs=num_envs, seed=seed, **options)
 
 
