@@ -304,26 +304,27 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
         out.append({"claim": "PPO's lead over GRPO grows with the horizon",
                     "reproduced": bool(gaps[Tmax] > gaps[Tmin]),
                     "evidence": ", ".join(f"T={int(T)}: {g:+.3f}" for T, g in gaps.items())})
-    gs = finals[finals["study"] == "group_size"]
-    if not gs.empty:
-        T = int(gs["horizon"].iloc[0])
-        by_G = {int(v.split("=")[1]): d["final_norm"].to_numpy() for v, d in gs.groupby("variant")}
-        main8 = scores(f"corridor T={T}", "grpo")
-        if len(main8):
-            by_G.setdefault(8, main8)
+    def ablation(study, cast, algo, main_value):
+        """Final scores by the value an ablation study varies, the main run's own value added."""
+        d = finals[finals["study"] == study]
+        if d.empty:
+            return {}
+        by = {cast(v.split("=")[1]): g["final_norm"].to_numpy() for v, g in d.groupby("variant")}
+        base = scores(f"corridor T={int(d['horizon'].iloc[0])}", algo)
+        if len(base):
+            by.setdefault(main_value, base)
+        return by
+
+    by_G = ablation("group_size", int, "grpo", 8)
+    if by_G:
         Gs = sorted(by_G)
         t = _welch_t(by_G[Gs[0]], by_G[Gs[-1]])
         out.append({"claim": "smaller groups do better (GRPO, episodes per update fixed)",
                     "reproduced": bool(t > 2),
                     "evidence": ", ".join(f"G={G}: {by_G[G].mean():.3f}" for G in Gs)
                     + f"; Welch t (G={Gs[0]} vs G={Gs[-1]}) = {t:.2f}"})
-    ga = finals[finals["study"] == "gamma"]
-    if not ga.empty:
-        T = int(ga["horizon"].iloc[0])
-        by_g = {float(v.split("=")[1]): d["final_norm"].to_numpy() for v, d in ga.groupby("variant")}
-        base = scores(f"corridor T={T}", "ppo")
-        if len(base):
-            by_g.setdefault(0.99, base)
+    by_g = ablation("gamma", float, "ppo", 0.99)
+    if by_g:
         low = min(by_g)
         t = min(_welch_t(by_g[low], by_g[g]) for g in by_g if g != low)
         out.append({"claim": f"without early termination a moderate discount (gamma = {low}) is best (PPO)",
