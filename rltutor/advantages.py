@@ -35,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -45,6 +46,7 @@ __all__ = [
     "discounted_returns",
     "gae",
     "group_advantages",
+    "dead_groups",
     "whiten",
     "compute_advantages",
     "register_estimator",
@@ -228,6 +230,21 @@ def group_advantages(
     var = scores.new_zeros(len(counts)).index_add(0, inv, centred**2) / (n - 1)  # Bessel
     std = var.sqrt()
     return centred / (std[inv] + eps)
+
+
+def dead_groups(scores: torch.Tensor, group_ids: torch.Tensor, tol: float = 1e-8):
+    """Which groups have all-equal scores, so every group-relative advantage in them is 0.
+
+    Returns ``(dead, inv, counts)``: ``dead`` (n_groups,) bool over the distinct ids in sorted order,
+    ``inv`` (B,) the group index of each row and ``counts`` (n_groups,) the group sizes (as
+    ``torch.unique(..., return_inverse=True, return_counts=True)``). Groups are dead when
+    max - min of their scores is below ``tol``. The trainer's dynamic sampling drops them; the token
+    collector's refill (``rltutor.lm.LMCollector(max_draws=...)``) replaces them.
+    """
+    _, inv, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
+    g_max = torch.full((len(counts),), -math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amax")
+    g_min = torch.full((len(counts),), math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amin")
+    return (g_max - g_min).abs() < tol, inv, counts
 
 
 def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:

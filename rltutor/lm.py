@@ -37,6 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from rltutor.advantages import dead_groups
 from rltutor.envs.tokens import EOS, PAD, VOCAB, TokenTask, overlong_penalty, response_lengths
 from rltutor.gpt import GPTConfig, TinyGPT
 from rltutor.utils import get_device
@@ -233,14 +234,6 @@ def frozen_copy(model: TinyGPT) -> TinyGPT:
 # ----------------------------------------------------------------------------------------------
 
 
-def live_groups(scores: torch.Tensor, group_size: int) -> torch.Tensor:
-    """(N,) bool: which groups of ``group_size`` consecutive rows of ``scores`` (N * G,) hold rewards
-    that are not all equal. Only those have non-zero group-relative advantages (the trainer's test
-    for dynamic sampling, ``rltutor.train``, uses the same tolerance)."""
-    s = scores.view(-1, group_size)  # (N, G)
-    return (s.amax(1) - s.amin(1)).abs() >= 1e-8
-
-
 class LMCollector:
     """Prompts -> G completions each -> verifiable rewards -> one batch (``notes/CONTRACT.md``).
 
@@ -307,7 +300,8 @@ class LMCollector:
         rows = {"tokens": out["tokens"], "responses": responses, "logp": out["logp"], "mask": mask,
                 "entropy": out["entropy"], "score": score, "r": r, "lengths": lengths,
                 "values": out.get("values"), "prompt_len": prompts.shape[1], "sample_time": t_sample}
-        rows["live"] = live_groups(r, G)  # (N,)
+        group_ids = torch.arange(self.n_prompts, device=r.device).repeat_interleave(G)
+        rows["live"] = ~dead_groups(r, group_ids)[0]  # (N,) the trainer's test for dynamic sampling
         return rows
 
     @torch.no_grad()

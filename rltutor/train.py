@@ -67,7 +67,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from rltutor.advantages import ESTIMATORS, GROUP_METHODS, compute_advantages, discounted_returns, whiten
+from rltutor.advantages import (
+    ESTIMATORS,
+    GROUP_METHODS,
+    compute_advantages,
+    dead_groups,
+    discounted_returns,
+    whiten,
+)
 from rltutor.envs import ENVS, make_env
 from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES, aggregate, kl_penalty, policy_loss, value_loss
 from rltutor.utils import check_choice, get_device, seed_everything
@@ -366,10 +373,7 @@ class Trainer:
 
         # 1. Dead groups (all scores equal -> every advantage 0) and, for DAPO, dropping them.
         scores = (batch["rewards"] * batch["mask"]).sum(1)  # (B,) one score per row
-        _, inv, counts = torch.unique(batch["group_ids"], return_inverse=True, return_counts=True)
-        g_max = torch.full((len(counts),), -math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amax")
-        g_min = torch.full((len(counts),), math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amin")
-        dead = (g_max - g_min).abs() < 1e-8  # (n_groups,)
+        dead, inv, counts = dead_groups(scores, batch["group_ids"])  # (n_groups,), (B,), (n_groups,)
         real = counts >= 2  # groups of one (PPO's episode pieces) are not groups
         metrics["zero_std_frac"] = float(dead[real].float().mean()) if real.any() else float("nan")
         if c.dynamic_sampling and real.any():

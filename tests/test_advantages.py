@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from rltutor.advantages import (
     ESTIMATORS,
     compute_advantages,
+    dead_groups,
     discounted_returns,
     gae,
     group_advantages,
@@ -273,3 +274,12 @@ def test_bad_inputs_raise_clear_errors():
         compute_advantages("gae", rewards=r, mask=m)
     with pytest.raises(ValueError, match="group_ids"):
         compute_advantages("grpo", rewards=r, mask=m)
+
+
+def test_dead_groups_finds_all_equal_groups_whatever_the_order():
+    scores = torch.tensor([1.0, 0.5, 1.0, 0.5, 0.0, 1.0, 1.0])
+    gids = torch.tensor([4, 2, 4, 2, 9, 9, 4])  # members not adjacent, ids not contiguous
+    dead, inv, counts = dead_groups(scores, gids)
+    assert dead.tolist() == [True, True, False]  # groups 2, 4, 9 in sorted order
+    assert counts.tolist() == [2, 3, 2] and inv.tolist() == [1, 0, 1, 0, 2, 2, 1]
+    assert dead_groups(torch.tensor([0.0, 1e-9]), torch.tensor([0, 0]))[0].tolist() == [True]  # below tol

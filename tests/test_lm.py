@@ -122,12 +122,6 @@ def _group_spread(batch, G):
     return r.amax(1) - r.amin(1)
 
 
-def test_live_groups():
-    from rltutor.lm import live_groups
-
-    assert live_groups(torch.tensor([0.0, 0.0, 1.0, 0.0, 0.5, 0.5]), 2).tolist() == [False, True, False]
-
-
 def test_refill_keeps_only_live_groups_and_counts_every_draw():
     task = _HalfDeadTask(max_operand=9)
     m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")

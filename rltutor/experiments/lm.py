@@ -263,7 +263,8 @@ def dynamic_sampling(scale: str | None = None, seed: int = 0, max_draws=(1, 4), 
     live groups in the batch (rewards not all equal: the only groups with a gradient), dead groups
     left in it, completions sampled and sampling seconds per batch.
     """
-    from rltutor.lm import LMCollector, LMEnv, LMPolicy, live_groups
+    from rltutor.advantages import dead_groups
+    from rltutor.lm import LMCollector, LMEnv, LMPolicy
 
     s = _SCALES[resolve_scale(scale)]
     options = {"max_operand": 19, **(task_options or {})}
@@ -277,8 +278,8 @@ def dynamic_sampling(scale: str | None = None, seed: int = 0, max_draws=(1, 4), 
         rec = []
         for _ in range(batches):
             batch, info = col.collect(policy, gen)
-            live = live_groups(batch["rewards"].sum(1), G)  # (groups in the batch,)
-            rec.append({"draws": info["draws"], "live_groups": int(live.sum()), "dead_groups": int((~live).sum()),
+            dead = dead_groups(batch["rewards"].sum(1), batch["group_ids"])[0]  # (groups in the batch,)
+            rec.append({"draws": info["draws"], "live_groups": int((~dead).sum()), "dead_groups": int(dead.sum()),
                         "completions_sampled": len(info["episode_returns"]), "sample_s": info["sample_time"]})
         rows.append({"max_draws": draws, "groups_asked": s["num_groups"], **pd.DataFrame(rec).mean().to_dict()})
     return pd.DataFrame(rows)
