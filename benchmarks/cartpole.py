@@ -22,7 +22,7 @@ Contenders
    entropy 0.01, value clipping) run with *rltutor's trainer*, not CleanRL's script. Differences
    from the script: rltutor bootstraps truncated episodes (CleanRL treats them as terminal),
    minibatches are sets of episode pieces rather than single steps, and the numpy CartPole is used.
-3. ``rltutor``: rltutor PPO with ``rltutor.experiments.control.CARTPOLE_PPO`` (the same for all
+3. ``rltutor``: rltutor PPO with ``rltutor.config.CARTPOLE_PPO`` (the same for all
    seeds): 8 envs x 32 steps, 10 epochs x 2 minibatches, lr 2e-3 annealed, gamma 0.98, lambda 0.8,
    no entropy bonus, no value clipping; numpy-vectorized CartPole, one torch thread.
 
@@ -38,8 +38,8 @@ import time
 import numpy as np
 import torch
 
-from rltutor.experiments.control import CARTPOLE_PPO
-from rltutor.train import Trainer, make_config
+from rltutor.config import CARTPOLE_PPO, make_config
+from rltutor.train import Trainer
 
 THRESHOLD = 475.0
 

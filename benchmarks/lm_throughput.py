@@ -31,7 +31,8 @@ import time
 import torch
 
 from rltutor.envs.tokens import VOCAB, AdditionTask
-from rltutor.lm import LMCollector, LMPolicy, sample, token_logprobs
+from rltutor.models.lm_policy import LMPolicy, sample, token_logprobs
+from rltutor.rollout.tokens import LMCollector
 from rltutor.utils import get_device
 
 N_PROMPTS, G = 8, 8
@@ -47,7 +48,7 @@ class FixedLengthTask(AdditionTask):
 
 
 def _rltutor_model(T: int, device, compiled: bool = False):
-    from rltutor.gpt import GPTConfig, TinyGPT
+    from rltutor.models.gpt import GPTConfig, TinyGPT
 
     torch.manual_seed(0)
     model = TinyGPT(GPTConfig(vocab_size=len(VOCAB), block_size=6 + T, **WIDTH)).to(device)
@@ -179,13 +180,14 @@ def profile_sampler(T: int, device, compiled: bool = False) -> None:
 
 
 def _rltutor_trainer(T: int, device, compiled: bool = False):
-    from rltutor.train import Trainer, make_config
+    from rltutor.config import make_config
+    from rltutor.train import Trainer
 
     model = _rltutor_model(T, device, compiled)
     policy = LMPolicy(model)
     collector = LMCollector(FixedLengthTask(), N_PROMPTS, G, max_new_tokens=T)
     # As TRL's defaults: one optimizer step per batch, token-mean ("dapo" loss type), grad norm 1.0.
-    cfg = make_config("grpo", env="addition", num_groups=N_PROMPTS, group_size=G, minibatches=1, epochs=1,
+    cfg = make_config("grpo", env="addition", eval_every=0, num_groups=N_PROMPTS, group_size=G, minibatches=1, epochs=1,
                       agg="token-mean", max_grad_norm=1.0, lr=1e-4, anneal_lr=False, total_steps=10**9,
                       seed=0, device=str(device), torch_threads=None)
     return Trainer(cfg, policy, collector)
@@ -330,9 +332,9 @@ def main(argv=None):
 
             def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample, floor=floor, floor_times=floor_times):
                 t0 = time.perf_counter()
-                trainer.step()
+                row = trainer.step()
                 rl_times.append(time.perf_counter() - t0)
-                rl_sample.append(trainer.collector.last_info["sample_time"])
+                rl_sample.append(row["sample_time"])
                 if floor is not None:
                     floor_times.append(floor())
 

@@ -3,15 +3,15 @@
 Goals (issue 5): a full curve, 20 horizons x 3 estimators, in under 1 s; one slider update in under
 100 ms. Measured on this machine, median of ``--repeats`` runs:
 
-* ``curve`` (fresh samples each time): :func:`rltutor.analysis.measure_specs` at 20 horizons from 1
+* ``curve`` (fresh samples each time): :func:`rltutor.experiments.variance.measure_specs` at 20 horizons from 1
   to 256 for GRPO, GAE (true V) and GAE (noisy critic), 64 batches of 32 trajectories per point;
   with the vectorized discounted sums (``fast``) and with the loop-over-T functions of
   :mod:`rltutor.advantages` (``library loops``).
-* ``live update``: what :func:`rltutor.widgets.horizon_explorer` recomputes when a knob moves (the
+* ``live update``: what :func:`rltutor.views.widgets.horizon_explorer` recomputes when a knob moves (the
   default 9 horizons x 4 estimators): with fresh trajectories (task or reward noise moved) and with the
   cached ones (G, gamma, lambda or the critic's error moved); and one point (6 estimators at T = 64).
 * ``static slider update``: what the kernel-free page does when a slider moves: look the curves up
-  and draw the SVG (:data:`rltutor.explorer.JS_CORE`, timed in node when node is installed).
+  and draw the SVG (:data:`rltutor.experiments.explorer_data.JS_CORE`, timed in node when node is installed).
 
 Run: ``python benchmarks/variance.py`` (prints a Markdown table for benchmarks/README.md).
 """
@@ -33,9 +33,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rltutor import analysis as an
-from rltutor import explorer as ex
-from rltutor import widgets
+from rltutor.experiments import explorer_data as ex
+from rltutor.experiments import variance as an
+from rltutor.views import explorer_html as eh
+from rltutor.views import widgets
 
 
 def _median_time(fn, repeats: int, cold: bool = True, before=None) -> float:
@@ -63,7 +64,7 @@ def _curve(fast: bool):
 
     def run():
         for i, T in enumerate(horizons):
-            an.measure_specs(an.make_task("corridor", T=int(T)), specs, batch_size=32, n_batches=64, seed=i,
+            an.measure_specs(an.make_chain("corridor", T=int(T)), specs, batch_size=32, n_batches=64, seed=i,
                              fast=fast)
 
     return run
@@ -83,7 +84,7 @@ console.log(JSON.stringify(Number(process.hrtime.bigint() - t0) / 1e9 / n));
 """
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "d.json").write_text(json.dumps(data))
-        (Path(d) / "p.js").write_text(ex.JS_CORE + probe)
+        (Path(d) / "p.js").write_text(eh.JS_CORE + probe)
         out = subprocess.run(["node", str(Path(d) / "p.js"), str(Path(d) / "d.json")], capture_output=True,
                              text=True, timeout=120)
     return float(out.stdout.strip()) if out.returncode == 0 else None

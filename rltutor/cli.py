@@ -22,11 +22,6 @@ import sys
 
 __all__ = ["main"]
 
-# Task options the command line starts a token task with (those of chapter 06's quick short task);
-# anything in --set env_options=... replaces them.
-SHORT_TASK_OPTIONS = {"addition": {"max_operand": 19}}
-
-
 def _parse_set(items: list[str]) -> dict:
     out = {}
     for item in items:
@@ -60,7 +55,8 @@ def plot_learning_curve(history, path: str, title: str = "") -> None:
 
 
 def _train(args) -> int:
-    from rltutor.train import Config, Trainer, make_config
+    from rltutor.config import Config, make_config, tuned_settings
+    from rltutor.train import Trainer
 
     os.makedirs(args.out, exist_ok=True)
     ckpt = os.path.join(args.out, "checkpoint.pt")
@@ -69,21 +65,13 @@ def _train(args) -> int:
             raise ValueError(f"--resume: no checkpoint at {ckpt}; run without --resume first")
         trainer = Trainer.load(ckpt, **({"total_steps": args.steps} if args.steps else {}))
     else:
-        from rltutor.envs.tokens import TASKS
-        from rltutor.experiments.control import TUNED
-        from rltutor.experiments.lm import LM_ALGOS, lm_settings
-
-        overrides = {}
+        overrides = {"scale": args.scale}
         env = args.env or Config.env
-        tuned = None
-        if args.hparams == "tuned" and (args.algo, env) in TUNED:
-            tuned = TUNED[(args.algo, env)]
-        elif args.hparams == "tuned" and env in TASKS and args.algo in LM_ALGOS:
-            # The language-model chapters' settings at this scale, on the short task's operand range.
-            tuned = lm_settings(args.algo, env, task_options=SHORT_TASK_OPTIONS.get(env))
+        tuned = tuned_settings(args.algo, env, args.scale) if args.hparams == "tuned" else None
         if tuned is not None:
-            overrides.update({k: v for k, v in tuned.items() if k not in ("env", "seed", "total_steps")})
-            print(f"using tuned settings for {args.algo} on {env} (--hparams defaults for the preset's own)")
+            overrides.update(tuned)
+            print(f"using tuned settings for {args.algo} on {env} at {args.scale} scale "
+                  "(--hparams defaults for the preset's own)")
         overrides.update(_parse_set(args.set))
         for flag, key in ((args.env, "env"), (args.steps, "total_steps"), (args.seed, "seed"),
                           (args.group_size, "group_size")):
@@ -113,9 +101,9 @@ def _train(args) -> int:
 
 def _list(args) -> int:
     from rltutor.advantages import list_estimators
+    from rltutor.config import list_algorithms
     from rltutor.envs import list_envs
     from rltutor.losses import list_policy_losses
-    from rltutor.train import list_algorithms
 
     print("algorithms:  ", ", ".join(list_algorithms()))
     print("environments:", ", ".join(list_envs()))
@@ -141,7 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override any Config field, e.g. --set lr=1e-3 (repeatable)")
     t.add_argument("--hparams", choices=("tuned", "defaults"), default="tuned",
                    help="tuned: settings tuned for this algorithm and environment where we have them "
-                        "(rltutor.experiments.control.TUNED); defaults: the preset's own")
+                        "(rltutor.config.tuned_settings); defaults: the preset's own")
+    t.add_argument("--scale", choices=("quick", "full"), default="quick",
+                   help="the size tuned settings are taken from (token tasks: model width, SFT steps, batch): "
+                        "quick for a CPU, full for a GPU; recorded in config.json")
     t.add_argument("--checkpoint-every", type=int, default=10, help="updates between checkpoints")
     t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -4,10 +4,11 @@ Chapters: *PPO* (02), *GRPO* (03), *Long horizons in practice* (05), *the GRPO f
 
 PPO and GRPO are not two programs. Both repeat: collect a batch, score it, turn scores into
 advantages, then take a few clipped gradient steps. They differ only in settings of one
-:class:`Config`: where advantages come from (``estimator``: GAE with a critic, or a group baseline
-without one), how the per-token loss is reduced (``agg``), how episodes are collected (``rollout``).
-:data:`ALGORITHMS` names those settings; :func:`make_config` turns a name plus overrides into a
-``Config``::
+:class:`~rltutor.config.Config`: where advantages come from (``estimator``: GAE with a critic, or a
+group baseline without one), how the per-token loss is reduced (``agg``), how episodes are collected
+(``rollout``). :data:`rltutor.config.ALGORITHMS` names those settings; :func:`rltutor.config.make_config`
+turns a name plus overrides into a ``Config``, and :func:`rltutor.build.build` makes the policy and
+collector it asks for::
 
     cfg = make_config("grpo", env="corridor", env_options={"horizon": 200}, total_steps=50_000)
     history = Trainer(cfg).train()          # a pandas DataFrame, one row per update
@@ -15,12 +16,15 @@ without one), how the per-token loss is reduced (``agg``), how episodes are coll
 One update (:meth:`Trainer.update`), with the paper's symbols:
 
 1. (optional, DAPO) dynamic sampling: drop every group whose scores are all equal; its advantages
-   would be 0 and it would only dilute the batch. (With ``max_draws > 1`` a token task's collector has
-   already refilled the batch with live groups from fresh prompts, so there is little left to drop.)
+   would be 0 and it would only dilute the batch. DAPO also *refills* the batch with live groups from
+   fresh prompts: for token tasks the collector does that before the update (``max_draws > 1``), so
+   here there is little left to drop; vector environments only drop (the batch shrinks).
 2. (optional) KL to a frozen reference policy pi_ref. ``kl_in_reward=True`` (PPO/RLHF style):
    r_t <- r_t - beta * KL_t before the estimator, so the penalty flows through GAE.
    ``kl_in_reward=False`` (GRPO style): + beta * agg(k3) added to the loss.
-3. Advantages A_t and returns R_t from ``rltutor.advantages.compute_advantages(estimator, ...)``.
+3. Advantages A_t from ``rltutor.advantages.compute_advantages(estimator, ...)``. Estimators without
+   a critic return ``returns=None``; the trainer then computes the discounted return-to-go R_t
+   itself, for the explained-variance diagnostic and the (unused) value target.
    Optional whitening of A over the batch (``norm_adv="batch"``) or per minibatch (``"minibatch"``,
    CleanRL's choice).
 4. ``epochs`` passes over the rows, each split into ``minibatches`` random minibatches of rows. For
@@ -47,263 +51,38 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
    ``value_loss``, ``entropy``, ``approx_kl`` (k3 estimate of KL(pi_old || pi)), ``clip_frac``,
    ``grad_norm`` (before clipping), all averaged over the minibatch steps; ``explained_variance``
    1 - Var[R - V] / Var[R]; ``zero_std_frac`` (groups of >= 2 rows whose scores are all equal);
-   ``kl_ref`` (when ``kl_coef > 0``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time).
+   ``kl_ref`` (when ``kl_coef > 0``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time);
+   then whatever the collector reports in ``info["metrics"]`` (for token tasks: ``score``,
+   ``accuracy``, ``response_length``, ``sample_entropy``, ``wrong_length``, ``truncated``,
+   ``sample_time``, ``draws``) and, every ``eval_every`` updates, its held-out ``evaluate`` metrics
+   (``greedy_accuracy``). Each row leaves through ``history`` (and ``metrics.csv`` on the command line).
 
-Deviations: DAPO resamples until the batch is full of informative groups; we only drop (the batch
-shrinks). The value loss always uses token-mean (see 3). Unlike CleanRL, minibatches are rows, not
-single steps (see 2); with long episodes that makes each minibatch more correlated.
+Deviations: for vector environments DAPO's dynamic sampling only drops dead groups (the batch
+shrinks); token tasks refill (see 1). The value loss always uses token-mean (see 3). Unlike
+CleanRL, minibatches are rows, not single steps (see 2); with long episodes that makes each
+minibatch more correlated.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import os
 import random
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from rltutor.advantages import (
-    ESTIMATORS,
-    GROUP_METHODS,
-    compute_advantages,
-    dead_groups,
-    discounted_returns,
-    whiten,
-)
-from rltutor.envs import ENVS, make_env
-from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES, aggregate, kl_penalty, policy_loss, value_loss
-from rltutor.utils import check_choice, get_device, seed_everything
+from rltutor.advantages import compute_advantages, dead_groups, discounted_returns, whiten
+from rltutor.build import build
+from rltutor.config import Config
+from rltutor.losses import aggregate, kl_penalty, policy_loss, value_loss
+from rltutor.utils import get_device, seed_everything
 
-__all__ = ["Config", "ALGORITHMS", "make_config", "list_algorithms", "build", "Trainer", "CHECKPOINT_FORMAT"]
+__all__ = ["Trainer", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "rltutor-checkpoint-v1"
-ROLLOUTS = ("segments", "episodes")
-NORM_ADV = ("none", "batch", "minibatch")
-
-
-@dataclass
-class Config:
-    """Every setting of a training run. Defaults are CleanRL ``ppo.py``'s, unless a preset overrides them."""
-
-    algo: str = "ppo"
-    """the preset these settings started from (see ALGORITHMS); a label, it changes nothing by itself"""
-    env: str = "CartPole-v1"
-    """a registered environment name (rltutor.envs.list_envs())"""
-    env_options: dict = field(default_factory=dict)
-    """keyword options for the environment, e.g. {"horizon": 200} for the corridor"""
-    seed: int = 1
-    """seeds the policy initialization, the action sampling, the shuffling and the environments"""
-    total_steps: int = 100_000
-    """training budget in environment steps (for language models: generated tokens)"""
-    device: str = "cpu"
-    """"cpu", "cuda", "mps" or "auto" (cuda, then mps, then cpu); small MLPs are fastest on cpu"""
-    torch_threads: int | None = 1
-    """torch.set_num_threads at start; small MLPs run fastest on one thread; None leaves it alone"""
-
-    # --- collection -----------------------------------------------------------------------------
-    rollout: str = "segments"
-    """"segments": fixed-length pieces from each env copy (PPO); "episodes": complete episodes in groups (GRPO)"""
-    num_envs: int = 4
-    """environment copies for "segments" collection"""
-    num_steps: int = 128
-    """steps per copy per update for "segments" collection"""
-    group_size: int = 8
-    """G: episodes per group for "episodes" collection (GRPO needs G >= 2)"""
-    num_groups: int = 4
-    """groups per update for "episodes" collection"""
-    same_seed: bool = True
-    """episodes of a group start from one reset seed (same prompt) or each from its own (batch grouping)"""
-
-    # --- model ------------------------------------------------------------------------------------
-    hidden: tuple[int, ...] = (64, 64)
-    """hidden layer sizes of the MLP"""
-    shared_trunk: bool = False
-    """actor and critic share one trunk"""
-    critic: bool = True
-    """learn a value function V(s) (PPO) or not (GRPO, REINFORCE)"""
-
-    # --- advantages -------------------------------------------------------------------------------
-    estimator: str = "gae"
-    """a registered advantage estimator (rltutor.advantages.list_estimators())"""
-    gamma: float = 0.99
-    """discount factor"""
-    lam: float = 0.95
-    """GAE lambda: 0 = one-step TD (low variance, biased), 1 = Monte Carlo (unbiased, noisy)"""
-    norm_adv: str = "minibatch"
-    """whiten advantages: "none", over the whole "batch", or per "minibatch" (CleanRL)"""
-
-    # --- loss -------------------------------------------------------------------------------------
-    loss: str = "ppo"
-    """a registered policy loss (rltutor.losses.list_policy_losses())"""
-    clip_low: float = 0.2
-    """epsilon below 1 of the ratio clip"""
-    clip_high: float = 0.2
-    """epsilon above 1 of the ratio clip (DAPO's clip-higher: 0.28)"""
-    dual_clip: float | None = None
-    """dual-clip constant c > 1 capping the loss of negative-advantage tokens (ppo loss only)"""
-    agg: str = "token-mean"
-    """how per-token losses become a scalar (rltutor.losses.AGG_MODES)"""
-    ent_coef: float = 0.01
-    """entropy bonus coefficient"""
-    vf_coef: float = 0.5
-    """value loss coefficient"""
-    vf_clip: float | None = 0.2
-    """clip the value prediction around its old value by this much (None: no clipping)"""
-    kl_coef: float = 0.0
-    """beta, the weight of KL(pi || pi_ref) to the frozen initial policy (0: no reference)"""
-    kl_kind: str = "k3"
-    """KL estimator: "k1", "k2" or "k3" (rltutor.losses.kl_penalty)"""
-    kl_in_reward: bool = False
-    """True: -beta*KL per token added to the rewards (PPO/RLHF); False: beta*KL added to the loss (GRPO)"""
-    dynamic_sampling: bool = False
-    """drop groups whose scores are all equal before the update (DAPO)"""
-    max_draws: int = 1
-    """with dynamic_sampling, token tasks draw up to this many batches of prompts to refill the dropped
-    groups (DAPO); 1: drop without refilling (rltutor.lm.LMCollector's max_draws). The history's
-    ``draws`` says how many were needed; ``zero_std_frac`` then describes the refilled batch"""
-
-    # --- optimization -----------------------------------------------------------------------------
-    lr: float = 2.5e-4
-    """Adam learning rate"""
-    anneal_lr: bool = True
-    """decay the learning rate linearly to 0 over total_steps"""
-    epochs: int = 4
-    """passes over each batch"""
-    minibatches: int = 4
-    """minibatches (of rows) per pass"""
-    max_grad_norm: float | None = 0.5
-    """clip the global gradient norm to this (None: no clipping)"""
-    target_kl: float | None = None
-    """stop the epochs of an update early once an epoch's mean approx KL exceeds this"""
-
-    # --- derived (computed, not set) ----------------------------------------------------------------
-    rollout_envs: int = field(init=False)
-    """environment copies the collector needs: num_envs, or group_size * num_groups"""
-    uses_groups: bool = field(init=False)
-    """the estimator is group-relative (needs groups of G >= 2)"""
-
-    def __post_init__(self):
-        self.hidden = tuple(int(h) for h in self.hidden)
-        check_choice("environment", self.env, ENVS)
-        check_choice("rollout", self.rollout, ROLLOUTS)
-        check_choice("advantage estimator", self.estimator, ESTIMATORS)
-        check_choice("policy loss", self.loss, POLICY_LOSSES)
-        check_choice("aggregation mode", self.agg, AGG_MODES)
-        check_choice("norm_adv", self.norm_adv, NORM_ADV)
-        check_choice("kl_kind", self.kl_kind, KL_KINDS)
-        for name in ("total_steps", "num_envs", "num_steps", "group_size", "num_groups", "epochs", "minibatches",
-                     "max_draws"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.lam <= 1.0):
-            raise ValueError(f"gamma and lam must lie in [0, 1], got gamma={self.gamma}, lam={self.lam}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr!r}")
-        self.uses_groups = self.estimator in GROUP_METHODS
-        if self.uses_groups and self.group_size < 2:
-            raise ValueError(f"the {self.estimator!r} estimator compares each episode with the others of its "
-                             f"group, so it needs group_size >= 2, got group_size={self.group_size}; a group "
-                             "of one has advantage 0 (or 0/0): set group_size=8, say")
-        if self.uses_groups and self.rollout != "episodes":
-            raise ValueError(f"the {self.estimator!r} estimator scores complete episodes in groups; set "
-                             f"rollout='episodes' (got rollout={self.rollout!r})")
-        if self.estimator == "gae" and not self.critic:
-            raise ValueError("the 'gae' estimator needs a critic: set critic=True or pick a critic-free "
-                             f"estimator ({', '.join(sorted(set(ESTIMATORS) - {'gae'}))})")
-        if self.max_draws > 1 and not self.dynamic_sampling:
-            raise ValueError(f"max_draws={self.max_draws} refills the groups that dynamic sampling drops, but "
-                             "dynamic_sampling is off; set dynamic_sampling=True (the 'dapo' preset) or max_draws=1")
-        self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Config:
-        """Rebuild a Config from :meth:`to_dict` output (derived fields are recomputed)."""
-        init = {f.name for f in dataclasses.fields(cls) if f.init}
-        unknown = sorted(set(d) - init - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown config fields {unknown}; valid: {', '.join(sorted(init))}")
-        return cls(**{k: v for k, v in d.items() if k in init})
-
-
-# Algorithms are named sets of overrides of one Config: one loop, many presets.
-_GROUP = dict(rollout="episodes", critic=False, norm_adv="none", ent_coef=0.0, vf_clip=None, epochs=1,
-              minibatches=4, lr=1e-3, gamma=1.0)
-ALGORITHMS: dict[str, dict] = {
-    # PPO (Schulman et al. 2017) with a critic and GAE. The defaults of Config are CleanRL's ppo.py.
-    "ppo": dict(),
-    # GRPO (Shao et al. 2024, DeepSeekMath): no critic, A_i = (r_i - mean_g) / std_g on every step,
-    # loss averaged per sequence then over sequences. DeepSeekMath also adds beta=0.04 * k3 toward an
-    # SFT reference; from scratch in control there is no reference worth staying near, so kl_coef=0.
-    "grpo": dict(_GROUP, estimator="grpo", agg="seq-mean-token-mean"),
-    # Dr.GRPO (Liu et al. 2025): no std division, constant normalizer instead of 1/|o|.
-    "dr_grpo": dict(_GROUP, estimator="dr_grpo", agg="seq-mean-token-sum-norm"),
-    # DAPO (Yu et al. 2025): clip-higher, token-mean, dynamic sampling.
-    "dapo": dict(_GROUP, estimator="grpo", agg="token-mean", clip_high=0.28, dynamic_sampling=True),
-    # GSPO (Zheng et al. 2025): sequence-level ratio with tiny clip ranges.
-    "gspo": dict(_GROUP, estimator="grpo", loss="gspo", clip_low=3e-4, clip_high=4e-4,
-                 agg="seq-mean-token-mean"),
-    # GMPO (Zhao et al. 2025): geometric mean of token ratios, clip 0.4 in log space.
-    "gmpo": dict(_GROUP, estimator="grpo", loss="gmpo", clip_low=0.4, clip_high=0.4),
-    # CISPO (MiniMax-M1 2025): clipped, stop-gradient IS weight times log pi.
-    "cispo": dict(_GROUP, estimator="grpo", loss="cispo", clip_low=1.0, clip_high=4.0, agg="token-mean"),
-    # RLOO (Ahmadian et al. 2024): leave-one-out baseline, plain policy gradient, one step per batch.
-    "rloo": dict(_GROUP, estimator="rloo", loss="reinforce", minibatches=1, agg="token-mean"),
-    # REINFORCE (Williams 1992): return-to-go, no baseline, one step per batch.
-    "reinforce": dict(_GROUP, estimator="reinforce", loss="reinforce", minibatches=1, group_size=1,
-                      num_groups=16, agg="token-mean"),
-    # REINFORCE++ (Hu 2025): return-to-go whitened over the batch.
-    "reinforce_pp": dict(_GROUP, estimator="reinforce_pp", loss="ppo", group_size=1, num_groups=16,
-                         agg="token-mean"),
-}
-
-
-def list_algorithms() -> list[str]:
-    return sorted(ALGORITHMS)
-
-
-def make_config(algo: str = "ppo", **overrides) -> Config:
-    """The preset ``algo`` with ``overrides`` applied, e.g. ``make_config("grpo", group_size=16)``."""
-    check_choice("algorithm", algo, ALGORITHMS)
-    fields = {f.name for f in dataclasses.fields(Config) if f.init}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
-        raise ValueError(f"unknown config fields {unknown}; valid: {', '.join(sorted(fields))}")
-    return Config(**{**ALGORITHMS[algo], "algo": algo, **overrides})
-
-
-def build(config: Config):
-    """The policy and collector a config asks for.
-
-    For vector environments: an :class:`~rltutor.models.MLPActorCritic` and a
-    :class:`~rltutor.rollout.SegmentCollector` or :class:`~rltutor.rollout.EpisodeCollector`. An
-    environment object with a ``build(config)`` method (e.g. a token task) builds its own pair.
-    """
-    from rltutor.models import MLPActorCritic
-    from rltutor.rollout import EpisodeCollector, SegmentCollector
-
-    env = make_env(config.env, num_envs=config.rollout_envs, seed=config.seed, **config.env_options)
-    if hasattr(env, "build"):
-        return env.build(config)
-    if config.max_draws > 1:
-        raise ValueError(f"max_draws={config.max_draws}: refilling dropped groups is implemented for token tasks "
-                         f"(rltutor.lm.LMCollector), not for {config.env!r}; use max_draws=1 here")
-    policy = MLPActorCritic(env.obs_dim, env.n_actions, hidden=config.hidden, shared=config.shared_trunk,
-                            critic=config.critic)
-    if config.rollout == "segments":
-        collector = SegmentCollector(env, num_steps=config.num_steps, gamma=config.gamma)
-    else:
-        collector = EpisodeCollector(env, group_size=config.group_size, same_seed=config.same_seed,
-                                     seed=config.seed, gamma=config.gamma)
-    return policy, collector
 
 
 def _finite(**tensors: torch.Tensor | None) -> str | None:
@@ -328,8 +107,8 @@ class Trainer:
 
     def __init__(self, config: Config, policy=None, collector=None):
         if not isinstance(config, Config):
-            raise ValueError(f"config must be an rltutor.train.Config, got {type(config).__name__}; "
-                             "use make_config('ppo', ...)")
+            raise ValueError(f"config must be an rltutor.config.Config, got {type(config).__name__}; "
+                             "use rltutor.config.make_config('ppo', ...)")
         if (policy is None) != (collector is None):
             raise ValueError("give both policy and collector, or neither (then both are built from the config)")
         self.config = config
@@ -363,7 +142,7 @@ class Trainer:
         batch = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
         missing = [k for k in ("actions", "logp", "mask", "rewards", "group_ids") if k not in batch]
         if missing:
-            raise ValueError(f"the batch lacks {missing}; a collector must return the keys of notes/CONTRACT.md")
+            raise ValueError(f"the batch lacks {missing}; a collector must return the keys listed in rltutor.rollout")
         bad = _finite(logp=batch["logp"], rewards=batch["rewards"], values=batch.get("values"))
         if bad:
             raise FloatingPointError(f"update {self.update_idx}: the collected {bad} hold NaN or inf; training "
@@ -496,8 +275,12 @@ class Trainer:
                "episode_return": float(np.mean(rets)) if rets else float("nan"),
                "episodes": len(rets), "return_last10": float(np.mean(recent)) if recent else float("nan"),
                **metrics, "lr": lr, "time_s": self.elapsed}
-        if "draws" in info:  # batches of prompts sampled for this update (DAPO's refill, Config.max_draws)
-            row["draws"] = info["draws"]
+        clash = sorted(set(info.get("metrics", {})) & set(row))
+        if clash:
+            raise ValueError(f"the collector's metrics {clash} would overwrite the trainer's; rename them")
+        row.update(info.get("metrics", {}))  # the collector's own (accuracy, draws...)
+        if c.eval_every and (self.update_idx == 1 or self.update_idx % c.eval_every == 0):
+            row.update(self.collector.evaluate(self.policy))  # held-out metrics, e.g. greedy_accuracy
         self.history.append(row)
         return row
 

@@ -8,8 +8,10 @@ names the value, the expected form and the fix (see the design notes, "Errors").
 
 from __future__ import annotations
 
+import math
 import os
 import random
+from statistics import NormalDist
 
 import numpy as np
 import torch
@@ -43,7 +45,8 @@ def resolve_scale(scale: str | None = None) -> str:
     """Return "quick" or "full".
 
     An explicit ``scale`` wins. Otherwise the environment variable ``RLTUTOR_QUICK`` decides
-    ("1"/"true" -> quick, "0"/"false" -> full). If it is unset: full on a GPU, quick on a CPU.
+    ("1"/"true" -> quick, "0"/"false" -> full). If it is unset: quick, whatever the hardware (a run's
+    size never depends silently on whether a GPU is present; ask for "full" to get it).
     """
     if scale is not None:
         if scale not in SCALES:
@@ -57,7 +60,32 @@ def resolve_scale(scale: str | None = None) -> str:
         if v in ("0", "false", "no", "off"):
             return "full"
         raise ValueError(f"RLTUTOR_QUICK must be 1 or 0, got {env!r}")
-    return "full" if torch.cuda.is_available() else "quick"
+    return "quick"
+
+
+def scale_banner(scale: str | None = None) -> str:
+    """The line each notebook prints first: which scale it runs at and how to change it."""
+    s = resolve_scale(scale)
+    other = "RLTUTOR_QUICK=0 (full scale: use a GPU)" if s == "quick" else "RLTUTOR_QUICK=1 (quick scale)"
+    return f"Scale: {s}. Set {other} before starting Jupyter to change it."
+
+
+# Two-sided 95% quantiles of Student's t, t_{0.975, df}, for df = 1..30 (standard tables).
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t_quantile(n: int, level: float = 0.95) -> float:
+    """Two-sided quantile for a mean of ``n`` samples: Student's t at level 0.95 (df = n - 1 <= 30),
+    the normal quantile otherwise (a close approximation for df > 30)."""
+    if n < 2:
+        raise ValueError(f"a confidence interval needs at least 2 samples, got n={n}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}; e.g. 0.95")
+    if math.isclose(level, 0.95) and n - 1 <= len(_T975):
+        return _T975[n - 2]
+    return NormalDist().inv_cdf(0.5 + level / 2)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -124,3 +152,42 @@ def check_choice(name: str, value: str, valid) -> str:
     if value not in valid:
         raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(sorted(valid))}")
     return value
+
+
+def check_int(name: str, value, low: int | None = 1) -> int:
+    """``value`` must be an int (not a bool) of at least ``low``; the message names the field and the range."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_number(name: str, value, low: float | None = None, high: float | None = None, *, low_open: bool = False,
+                 none_ok: bool = False) -> float:
+    """``value`` must be a finite real number (not a bool) in [low, high] (or (low, high] with ``low_open``)."""
+    if value is None and none_ok:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    lo_bad = low is not None and (value <= low if low_open else value < low)
+    if lo_bad or (high is not None and value > high):
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        rng = f"{'(' if low_open else '['}{lo}, {hi}{']' if high is not None else ')'}"
+        off = " or None to switch it off" if none_ok else ""
+        raise ValueError(f"{name} must lie in {rng}{off}, got {value!r}")
+    return float(value)
+
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def check_device(device: str) -> str:
+    """A device setting: "auto" (cuda, then mps, then cpu), "cpu", "cuda", "cuda:N" or "mps"."""
+    base = device.split(":", 1)[0] if isinstance(device, str) else None
+    if base not in DEVICES or (":" in device and (base != "cuda" or not device.split(":", 1)[1].isdigit())):
+        raise ValueError(f"unknown device {device!r}; valid: auto, cpu, cuda, cuda:N, mps")
+    return device

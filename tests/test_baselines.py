@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from rltutor.experiments import baselines as bl  # noqa: E402
-from rltutor.plots import label_axes, line_with_band, mean_ci  # noqa: E402
+from rltutor.views.plots import label_axes, line_with_band, mean_ci  # noqa: E402
 
 N = 3000  # Monte Carlo batches: enough for the checks below, well under a second
 
@@ -32,7 +32,7 @@ def test_true_gradient_matches_autograd():
     bandit = bl.make_bandit(bl.BanditConfig(reward_offset=0.7))
     theta = bandit.theta0.clone().requires_grad_(True)
     bl.expected_reward(bandit, theta).backward()
-    torch.testing.assert_close(theta.grad, bl.true_gradient(bandit, bandit.theta0))
+    torch.testing.assert_close(theta.grad, bl.bandit_gradient(bandit, bandit.theta0))
 
 
 @pytest.mark.parametrize("name", bl.UNBIASED)
@@ -55,8 +55,8 @@ def test_group_mean_is_shrunk_by_g_minus_1_over_g(study):
 def test_rloo_is_rescaled_group_mean():
     bandit = bl.make_bandit(bl.BanditConfig(group_size=5))
     _, r = bl.sample_batches(bandit, bandit.theta0, 3, torch.Generator().manual_seed(0))
-    a_dr = bl.estimator_advantages("dr_grpo", bandit, bandit.theta0, r)
-    a_rloo = bl.estimator_advantages("rloo", bandit, bandit.theta0, r)
+    a_dr = bl.bandit_advantages("dr_grpo", bandit, bandit.theta0, r)
+    a_rloo = bl.bandit_advantages("rloo", bandit, bandit.theta0, r)
     torch.testing.assert_close(a_rloo, 5 / 4 * a_dr)
 
 
@@ -69,7 +69,7 @@ def test_baselines_lower_variance(study):
 
 
 def test_reinforce_variance_grows_with_offset_baselines_do_not():
-    df = bl.sweep("reward_offset", [0.0, 3.0], estimators=("reinforce", "value", "rloo"), n_batches=1000)
+    df = bl.sweep_param("reward_offset", [0.0, 3.0], estimators=("reinforce", "value", "rloo"), n_batches=1000)
     v = df.pivot(index="value", columns="estimator", values="variance")
     assert v.loc[3.0, "reinforce"] > 5 * v.loc[0.0, "reinforce"]
     for name in ("value", "rloo"):  # A does not depend on the offset at all
@@ -135,7 +135,7 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="lr"):
         bl.train_curves(lr=-1.0, steps=2, n_seeds=2)
     with pytest.raises(ValueError, match="BanditConfig field"):
-        bl.sweep("groupsize", [2, 4], n_batches=10)
+        bl.sweep_param("groupsize", [2, 4], n_batches=10)
     with pytest.raises(ValueError, match="quick"):
         bl.scale_settings("medium")
 

@@ -69,8 +69,7 @@ def test_console_script_points_at_main():
 
 
 def test_tuned_settings_apply_unless_defaults_are_asked_for(tmp_path):
-    from rltutor.experiments.control import CARTPOLE_PPO
-    from rltutor.train import Config
+    from rltutor.config import CARTPOLE_PPO, Config
 
     for hp, lr in (("tuned", CARTPOLE_PPO["lr"]), ("defaults", Config.lr)):
         out = tmp_path / hp
@@ -84,10 +83,15 @@ def test_a_language_model_run_checkpoints_and_resumes_exactly(tmp_path):
     def args(out, steps):
         return ["train", "--algo", "grpo", "--env", "addition", "--out", str(out), "--steps", str(steps),
                 "--no-progress", "--checkpoint-every", "1", "--set", "num_groups=2", "--set", "group_size=4",
-                "--set", "env_options={'sft_steps': 20}"]
+                "--set", "sft_steps=20"]
 
     assert main(args(tmp_path / "lm", 40)) == 0
     first = pd.read_csv(tmp_path / "lm" / "metrics.csv")
+    # an LM run's metrics.csv carries what the chapters plot: accuracy, score, length, held-out accuracy
+    for col in ("accuracy", "score", "response_length", "sample_entropy", "greedy_accuracy"):
+        assert col in first.columns, col
+    cfg = json.loads((tmp_path / "lm" / "config.json").read_text())
+    assert cfg["scale"] == "quick" and cfg["sft_steps"] == 20 and "hidden" not in cfg  # no MLP fields
     assert main(["train", "--out", str(tmp_path / "lm"), "--resume", "--steps", "80", "--no-progress"]) == 0
     resumed = pd.read_csv(tmp_path / "lm" / "metrics.csv")
     assert main(args(tmp_path / "whole", 80)) == 0

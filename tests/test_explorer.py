@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rltutor import analysis as an
-from rltutor import explorer as ex
+from rltutor.experiments import explorer_data as ex
+from rltutor.experiments import variance as an
+from rltutor.views import explorer_html as eh
 
 DATA_FILE = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "horizon" / "explorer.json"
 
@@ -37,12 +38,12 @@ def test_missing_value_is_reported(quick):
 
 
 def test_stored_numbers_are_the_analysis_numbers(quick):
-    """The page shows what rltutor.analysis computes (same seed, rounded to 4 digits), nothing else."""
+    """The page shows what rltutor.experiments.variance computes (same seed, rounded to 4 digits), nothing else."""
     g = ex.GRIDS["quick"]
     cell = 1 * len(g.T) + 2  # task 0, noise index 1, T index 2 (cells are numbered in this order)
     spec = an.EstimatorSpec("gae", gamma=g.gamma[0], lam=g.lam[1])
     specs = [s for _, s in ex._specs(g)]
-    rows = an.measure_specs(an.make_task("corridor", T=g.T[2], noise=g.noise[1]), specs,
+    rows = an.measure_specs(an.make_chain("corridor", T=g.T[2], noise=g.noise[1]), specs,
                             batch_size=g.batch_size, n_batches=g.n_batches, seed=g.seed + cell)
     row = rows[specs.index(spec)]
     stored = ex.curve(quick, "corridor", "gae", "snr", noise=1, gamma=0, lam=1)[2]
@@ -50,7 +51,7 @@ def test_stored_numbers_are_the_analysis_numbers(quick):
 
 
 def test_html_sliders_offer_exactly_the_grid(quick):
-    html = ex.explorer_html(quick, element_id="rlx-test")
+    html = eh.explorer_html(quick, element_id="rlx-test")
     sliders = re.findall(r'<input type="range" min="0" max="(\d+)"[^>]*data-grid="(\w+)"', html)
     assert {g for _, g in sliders} == {"T", "G", "gamma", "lam", "noise", "critic_noise"}
     for mx, g in sliders:
@@ -95,7 +96,7 @@ console.log(JSON.stringify(out));
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_javascript_core_draws_every_state_and_every_slider_changes_the_plot(quick, tmp_path):
-    core = ex.JS_CORE
+    core = eh.JS_CORE
     assert "rlx core begin" in core and "rlx core end" in core
     (tmp_path / "d.json").write_text(json.dumps(quick))
     (tmp_path / "p.js").write_text(core + NODE_PROBE)
@@ -134,7 +135,7 @@ def _browser():
 @pytest.mark.skipif(_browser() is None, reason="no headless chromium installed")
 def test_moving_a_slider_redraws_the_plot_in_a_real_browser(quick, tmp_path):
     page = tmp_path / "page.html"
-    page.write_text("<!doctype html><meta charset='utf-8'><body>" + ex.explorer_html(quick) + BROWSER_PROBE
+    page.write_text("<!doctype html><meta charset='utf-8'><body>" + eh.explorer_html(quick) + BROWSER_PROBE
                     + "</body>")
     res = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
                           page.as_uri()], capture_output=True, text=True, timeout=120)
@@ -148,14 +149,14 @@ def test_moving_a_slider_redraws_the_plot_in_a_real_browser(quick, tmp_path):
 @pytest.mark.skipif(not DATA_FILE.exists(), reason="the full explorer data has not been generated")
 def test_committed_full_data_is_complete_small_and_says_how_it_was_made():
     data = ex.load_data(DATA_FILE)
-    assert data["command"].startswith("python -m rltutor.explorer --scale full")
+    assert data["command"].startswith("python -m rltutor.experiments.explorer_data --scale full")
     assert ex.check_data(data) == _n_curves(data["grid"])
     assert DATA_FILE.stat().st_size < 1_500_000
-    assert len(ex.explorer_html(data).encode()) < 3_000_000
+    assert len(eh.explorer_html(data).encode()) < 3_000_000
 
 
 # ----------------------------------------------------------------------------------------------
-# The live (kernel) explorer of rltutor.widgets
+# The live (kernel) explorer of rltutor.views.widgets
 # ----------------------------------------------------------------------------------------------
 
 
@@ -163,7 +164,7 @@ def test_live_explorer_frame_and_plot():
     import matplotlib
 
     matplotlib.use("Agg")
-    from rltutor import widgets
+    from rltutor.views import widgets
 
     df = widgets.explorer_frame("tokens", horizons=(1, 8), n_batches=8, estimators=("grpo", "gae"))
     assert set(df["name"]) == {"grpo", "gae"} and set(df["T"]) == {1, 8}
@@ -181,7 +182,7 @@ def test_live_explorer_builds_and_redraws_on_a_slider_change():
     import matplotlib
 
     matplotlib.use("Agg")
-    from rltutor import widgets
+    from rltutor.views import widgets
 
     box = widgets.horizon_explorer(n_batches=4)
     controls = box.children[0].children[0].children
@@ -201,7 +202,7 @@ def test_committed_full_data_is_reproduced_by_the_code():
     g = ex.ExplorerGrid(**{k: tuple(v) if isinstance(v, list) else v for k, v in data["grid"].items()})
     specs = ex._specs(g)
     for ti in (0, 1):
-        rows = an.measure_specs(an.make_task(g.tasks[0], T=g.T[ti], noise=g.noise[0]), [s for _, s in specs],
+        rows = an.measure_specs(an.make_chain(g.tasks[0], T=g.T[ti], noise=g.noise[0]), [s for _, s in specs],
                                 batch_size=g.batch_size, n_batches=g.n_batches, seed=g.seed + ti)
         for (key, _), row in zip(specs, rows, strict=True):
             node = data["values"][g.tasks[0]][0]["cosine"][key[0]]
@@ -211,8 +212,8 @@ def test_committed_full_data_is_reproduced_by_the_code():
 
 
 def test_live_frame_equals_horizon_curve_and_memoizes():
-    from rltutor import analysis as an2
-    from rltutor import widgets
+    from rltutor.experiments import variance as an2
+    from rltutor.views import widgets
 
     kw = dict(G=4, gamma=0.99, lam=0.5, noise=0.2, critic_noise=2.0, n_batches=8)
     a = widgets.explorer_frame("corridor", horizons=(2, 8), estimators=("rloo", "gae_critic"), batch_size=16, **kw)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rltutor.gpt import GPTConfig, TinyGPT
+from rltutor.models.gpt import GPTConfig, TinyGPT
 
 
 def _model(**kw):

@@ -6,7 +6,7 @@ import torch
 
 from rltutor.envs import make_env
 from rltutor.models import MLPActorCritic
-from rltutor.rollout import EpisodeCollector, SegmentCollector, pieces_to_rows
+from rltutor.rollout.vector import EpisodeCollector, SegmentCollector, pieces_to_rows
 
 
 class ScriptedEnv:

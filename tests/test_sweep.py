@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rltutor import sweep
+from rltutor.experiments import sweep
 
 TINY = sweep.SweepScale(horizons=(3, 6), seeds=2, steps_corridor=300, steps_cartpole=300, group_sizes=(4,),
                         gammas=(0.9,), ablation_seeds=2)

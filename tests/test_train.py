@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
-from rltutor.experiments.control import CARTPOLE_GRPO, CARTPOLE_PPO
+from rltutor.config import ALGORITHMS, CARTPOLE_GRPO, CARTPOLE_PPO, Config, make_config
 from rltutor.models import MLPActorCritic
-from rltutor.train import ALGORITHMS, Config, Trainer, make_config
+from rltutor.train import Trainer
 
 TIME_COLUMNS = ["time_s"]
 
@@ -222,7 +222,7 @@ def test_every_config_field_has_a_docstring_line():
     import dataclasses
     import inspect
 
-    import rltutor.train as train_module
+    import rltutor.config as train_module
 
     tree = ast.parse(inspect.getsource(train_module))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Config")

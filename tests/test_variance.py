@@ -1,4 +1,4 @@
-"""Tests of rltutor.analysis: exact quantities, loop vs vectorized, Monte Carlo vs exact enumeration."""
+"""Tests of rltutor.experiments.variance: exact quantities, loop vs vectorized, Monte Carlo vs exact enumeration."""
 
 import itertools
 import math
@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from rltutor import analysis as an
 from rltutor.advantages import discounted_returns, gae
+from rltutor.experiments import variance as an
 
 
 def _rollouts_from_good(task, good):
@@ -184,7 +184,7 @@ def test_bad_values_are_refused_with_the_value_and_the_fix():
     with pytest.raises(ValueError, match="unknown estimator 'ppo'"):
         an.EstimatorSpec("ppo")
     with pytest.raises(ValueError, match="multiple of the group size G=3"):
-        an.measure_specs(an.make_task("corridor", T=2), [an.EstimatorSpec("grpo", G=3)], batch_size=8)
+        an.measure_specs(an.make_chain("corridor", T=2), [an.EstimatorSpec("grpo", G=3)], batch_size=8)
 
 
 def test_same_seed_same_numbers():
@@ -198,7 +198,7 @@ def test_same_seed_same_numbers():
 @pytest.mark.parametrize("T", [1, 16])
 def test_closed_form_snr_matches_monte_carlo(task, noise, T):
     """The chapter's formulas (snr_theory) against the measurement: within 8% with 3000 batches."""
-    t = an.make_task(task, T=T, noise=noise)
+    t = an.make_chain(task, T=T, noise=noise)
     specs = [an.EstimatorSpec("rloo", G=4), an.EstimatorSpec("gae", lam=0.0),
              an.EstimatorSpec("gae_critic", lam=0.0, critic_noise=1.5)]
     rows = an.measure_specs(t, specs, batch_size=16, n_batches=3000, seed=2)
@@ -226,7 +226,7 @@ def test_corridor_preset_pays_what_the_corridor_environment_pays():
         actions = np.where(follow == cue_right, 1, 0)  # action 1 = "right"
         obs, reward, terminated, truncated, _ = env.step(actions)
         total += reward
-    task = an.make_task("corridor", T=T)
+    task = an.make_chain("corridor", T=T)
     roll = an.Rollouts(task, good, None, None, None, torch.float64)
     np.testing.assert_allclose(total, an.task_rewards(roll).sum(-1)[0].numpy(), rtol=1e-6)
     # V at the start is p (the expected fraction of cues followed); after the first step it moves by (u - p)/T

@@ -1,11 +1,12 @@
-"""Environments by name: classic control, the corridor, and (added by the LM chapters) token tasks.
+"""Environments by name: classic control, the corridor, and the token tasks of the LM chapters.
 
 A registry, not an if-chain: :func:`make_env` looks a name up in :data:`ENVS`, and a reader adds an
 environment in one place with :func:`register_env`. Each entry is a function
 ``make(num_envs, seed, **options) -> env``. For the environments registered here ``env`` is a
-vectorized numpy environment (the ``VecEnv`` interface described in :mod:`rltutor.envs.classic`);
-an entry may return any object that has a ``build(config) -> (policy, collector)`` method instead,
-and :func:`rltutor.train.build` will use it (that is how token tasks plug in a language model).
+vectorized numpy environment (the ``VecEnv`` interface described in :mod:`rltutor.envs.classic`),
+or, for a token task, a :class:`~rltutor.envs.tokens.TokenTask`; :func:`rltutor.build.build` gives
+each the policy and collector it needs. Environments are tasks only: they import no model, collector
+or trainer.
 
     env = make_env("CartPole-v1", num_envs=8, seed=0)
     env = make_env("corridor", num_envs=16, seed=0, horizon=200, observe_progress=False)
@@ -17,6 +18,7 @@ from collections.abc import Callable
 
 from rltutor.envs.classic import CartPole, GymVecEnv
 from rltutor.envs.corridor import Corridor
+from rltutor.envs.tokens import TASKS, make_task
 from rltutor.utils import check_choice, register_in
 
 __all__ = ["ENVS", "register_env", "list_envs", "make_env", "CartPole", "GymVecEnv", "Corridor"]
@@ -70,17 +72,23 @@ def _corridor(num_envs: int, seed: int, horizon: int = 50, observe_progress: boo
                     reward_noise=reward_noise, seed=seed)
 
 
-# Token tasks (chapters 06-10): the entry returns an rltutor.lm.LMEnv, whose build(config) makes a
-# warm-started TinyGPT policy and its sampler. num_envs is unused: config.num_groups x group_size set
-# the batch. Options: the task's (L, reward, max_operand, max_new_tokens) and the model's (see LMEnv).
+# Token tasks (chapters 06-10): the entry returns the task itself (a TokenTask: prompts and a
+# verifiable reward); rltutor.build gives it a warm-started TinyGPT policy and a collector. num_envs is
+# unused (config.num_groups x group_size set the batch). Options: the task's own (L, reward,
+# max_operand, max_new_tokens); the model's settings are fields of rltutor.config.Config.
 def _token_task(name: str) -> Callable:
     def make(num_envs: int, seed: int, **options):
-        from rltutor.lm import LMEnv
+        import inspect
 
-        return LMEnv(name, seed=seed, **options)
+        valid = set(inspect.signature(TASKS[name]).parameters)
+        unknown = sorted(set(options) - valid)
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown} for token task {name!r}; valid: {', '.join(sorted(valid))}"
+                             " (model settings such as n_embd or sft_steps are Config fields: --set n_embd=128)")
+        return make_task(name, **options)
 
     return make
 
 
-register_env("addition")(_token_task("addition"))
-register_env("sequence")(_token_task("sequence"))
+for _name in TASKS:
+    register_env(_name)(_token_task(_name))

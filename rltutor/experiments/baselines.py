@@ -46,7 +46,6 @@ Everything returns plain records (dataclasses, DataFrames) for the notebook's pl
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import asdict, dataclass, field, replace
 
@@ -64,43 +63,29 @@ __all__ = [
     "Bandit",
     "GradientStudy",
     "make_bandit",
-    "policy_probs",
+    "bandit_probs",
     "expected_reward",
-    "true_gradient",
+    "bandit_gradient",
     "sample_batches",
-    "estimator_advantages",
+    "bandit_advantages",
     "gradient_estimates",
     "measure_gradients",
-    "sweep",
+    "sweep_param",
     "train_curves",
     "dead_group_fraction",
     "surrogate_loss_epochs",
     "scale_settings",
 ]
 
-ESTIMATORS = ("reinforce", "constant", "value", "dr_grpo", "grpo", "rloo")
+LAB_ESTIMATORS = ("constant", "value")  # this lab's own baselines: b = a constant, b = V(q) exactly
+ESTIMATORS = ("reinforce", *LAB_ESTIMATORS, "dr_grpo", "grpo", "rloo")
+"""Registry names (rltutor.advantages.list_estimators()) plus the lab's own baselines."""
 """Advantage choices, in the order the chapter introduces them."""
 
 UNBIASED = ("reinforce", "constant", "value", "rloo")
 """Estimators whose expectation is exactly the true gradient."""
 
 DTYPE = torch.float64  # exact gradients and tight Monte Carlo checks; the task is tiny anyway
-
-
-def _single_thread(fn):
-    """Run ``fn`` with one torch thread. The tensors here are tiny (thousands of elements), so
-    threads only add synchronisation; on a busy 2-core machine that cost was measured at 20-40x."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        n = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(n)
-
-    return wrapper
 
 
 @dataclass(frozen=True)
@@ -170,7 +155,7 @@ def make_bandit(config: BanditConfig | None = None) -> Bandit:
     return Bandit(config=config, mu=mu, theta0=theta0)
 
 
-def policy_probs(theta: torch.Tensor) -> torch.Tensor:
+def bandit_probs(theta: torch.Tensor) -> torch.Tensor:
     """pi(o|q) = softmax(theta[q]); (P, K) -> (P, K) (any leading dims)."""
     return torch.softmax(theta, dim=-1)
 
@@ -181,13 +166,13 @@ def _mean_reward(bandit: Bandit) -> torch.Tensor:
 
 def expected_reward(bandit: Bandit, theta: torch.Tensor) -> torch.Tensor:
     """J(theta) = (1/P) sum_q sum_o pi(o|q) mu'(q, o); theta (..., P, K) -> (...)."""
-    V = (policy_probs(theta) * _mean_reward(bandit)).sum(-1)  # V(q), (..., P)
+    V = (bandit_probs(theta) * _mean_reward(bandit)).sum(-1)  # V(q), (..., P)
     return V.mean(-1)
 
 
-def true_gradient(bandit: Bandit, theta: torch.Tensor) -> torch.Tensor:
+def bandit_gradient(bandit: Bandit, theta: torch.Tensor) -> torch.Tensor:
     """Exact dJ/dtheta[q, o] = (1/P) pi(o|q) (mu'(q, o) - V(q)); (P, K) -> (P, K)."""
-    pi = policy_probs(theta)
+    pi = bandit_probs(theta)
     mu_ = _mean_reward(bandit)
     V = (pi * mu_).sum(-1, keepdim=True)  # (P, 1)
     return pi * (mu_ - V) / bandit.config.n_prompts
@@ -206,7 +191,7 @@ def sample_batches(bandit: Bandit, theta: torch.Tensor, n_batches: int,
     cfg = bandit.config
     P, K, G = cfg.n_prompts, cfg.n_responses, cfg.group_size
     M = n_batches
-    pi = policy_probs(theta)
+    pi = bandit_probs(theta)
     if pi.dim() == 2:
         o = torch.multinomial(pi, M * G, replacement=True, generator=gen)  # (P, M*G)
         o = o.view(P, M, G).permute(1, 0, 2)  # (M, P, G)
@@ -220,7 +205,7 @@ def sample_batches(bandit: Bandit, theta: torch.Tensor, n_batches: int,
     return o, r
 
 
-def estimator_advantages(name: str, bandit: Bandit, theta: torch.Tensor, r: torch.Tensor,
+def bandit_advantages(name: str, bandit: Bandit, theta: torch.Tensor, r: torch.Tensor,
                          eps: float = 1e-6) -> torch.Tensor:
     """The advantage A of estimator ``name`` for rewards ``r`` (M, P, G) -> (M, P, G).
 
@@ -236,7 +221,7 @@ def estimator_advantages(name: str, bandit: Bandit, theta: torch.Tensor, r: torc
         J = expected_reward(bandit, theta)  # () or (M,)
         return r - (J[:, None, None] if J.dim() else J)  # A = r - J
     if name == "value":
-        V = (policy_probs(theta) * _mean_reward(bandit)).sum(-1)  # (P,) or (M, P)
+        V = (bandit_probs(theta) * _mean_reward(bandit)).sum(-1)  # (P,) or (M, P)
         return r - V[..., None]  # A = r - V(q)
     group_ids = torch.arange(M * P).repeat_interleave(G)  # one group per (batch, prompt), (M*P*G,)
     a = group_advantages(r.reshape(-1), group_ids, method=name, eps=eps)
@@ -253,7 +238,7 @@ def gradient_estimates(o: torch.Tensor, A: torch.Tensor, theta: torch.Tensor) ->
         (M, P, K): one gradient estimate per batch.
     """
     M, P, G = o.shape
-    pi = policy_probs(theta)
+    pi = bandit_probs(theta)
     K = pi.shape[-1]
     if pi.dim() == 2:
         pi = pi.expand(M, P, K)
@@ -291,7 +276,6 @@ def _bonferroni_p(max_abs_z: float, n: int) -> float:
     return min(1.0, n * math.erfc(max_abs_z / math.sqrt(2)))
 
 
-@_single_thread
 def measure_gradients(config: BanditConfig | None = None, estimators=ESTIMATORS, n_batches: int | None = None,
                       sample_seed: int = 1, scale: str | None = None, eps: float = 1e-6) -> GradientStudy:
     """Measure bias and variance of each estimator at the initial policy, by Monte Carlo.
@@ -323,12 +307,12 @@ def measure_gradients(config: BanditConfig | None = None, estimators=ESTIMATORS,
     theta = bandit.theta0
     gen = torch.Generator().manual_seed(int(sample_seed))
     o, r = sample_batches(bandit, theta, n_batches, gen)
-    g_true = true_gradient(bandit, theta)
+    g_true = bandit_gradient(bandit, theta)
     study = GradientStudy(config=config, n_batches=n_batches, true_grad=g_true.numpy())
     zero_std = (r.amax(-1) == r.amin(-1)).to(DTYPE).mean().item()
     rows = []
     for name in estimators:
-        A = estimator_advantages(name, bandit, theta, r, eps=eps)
+        A = bandit_advantages(name, bandit, theta, r, eps=eps)
         g = gradient_estimates(o, A, theta).reshape(n_batches, -1)  # (M, P*K)
         mean = g.mean(0)
         dev2 = ((g - mean) ** 2).sum(1) * n_batches / (n_batches - 1)  # unbiased per-batch ||g - Eg||^2
@@ -359,7 +343,7 @@ def measure_gradients(config: BanditConfig | None = None, estimators=ESTIMATORS,
     return study
 
 
-def sweep(param: str, values, config: BanditConfig | None = None, estimators=ESTIMATORS,
+def sweep_param(param: str, values, config: BanditConfig | None = None, estimators=ESTIMATORS,
           n_batches: int | None = None, sample_seed: int = 1, scale: str | None = None) -> pd.DataFrame:
     """:func:`measure_gradients` for each value of one config field; the tables stacked.
 
@@ -387,12 +371,11 @@ def dead_group_fraction(config: BanditConfig | None = None) -> float:
     """
     config = config or BanditConfig()
     bandit = make_bandit(config)
-    p = (policy_probs(bandit.theta0) * bandit.mu).sum(-1)  # (P,) pass rate per prompt
+    p = (bandit_probs(bandit.theta0) * bandit.mu).sum(-1)  # (P,) pass rate per prompt
     G = config.group_size
     return (p**G + (1 - p) ** G).mean().item()
 
 
-@_single_thread
 def train_curves(config: BanditConfig | None = None, estimators=ESTIMATORS, steps: int | None = None,
                  lr: float = 50.0, n_seeds: int | None = None, scale: str | None = None,
                  sample_seed: int = 0) -> pd.DataFrame:
@@ -426,7 +409,7 @@ def train_curves(config: BanditConfig | None = None, estimators=ESTIMATORS, step
         log[0] = expected_reward(pass_bandit, theta).numpy()
         for t in range(steps):
             o, r = sample_batches(bandit, theta, n_seeds, gen)  # one batch per seed, (S, P, G)
-            A = estimator_advantages(name, bandit, theta, r)
+            A = bandit_advantages(name, bandit, theta, r)
             theta = theta + lr * gradient_estimates(o, A, theta)  # gradient *ascent* on J
             if not torch.isfinite(theta).all():
                 raise FloatingPointError(f"{name}: logits became NaN/inf at step {t}; lower lr (now {lr})")
@@ -440,7 +423,6 @@ def train_curves(config: BanditConfig | None = None, estimators=ESTIMATORS, step
     return pd.concat(frames, ignore_index=True)
 
 
-@_single_thread
 def surrogate_loss_epochs(config: BanditConfig | None = None, method: str = "grpo", epochs: int = 4,
                           lr: float = 1.0, sample_seed: int = 0) -> pd.DataFrame:
     """Reader questions 1 and 2: the GRPO loss *value* is ~0 (then negative) while its gradient is not 0.
@@ -464,7 +446,7 @@ def surrogate_loss_epochs(config: BanditConfig | None = None, method: str = "grp
     bandit = make_bandit(config)
     gen = torch.Generator().manual_seed(int(sample_seed))
     o, r = sample_batches(bandit, bandit.theta0, 1, gen)  # (1, P, G)
-    A = estimator_advantages(method, bandit, bandit.theta0, r).reshape(-1, 1)  # (B, 1)
+    A = bandit_advantages(method, bandit, bandit.theta0, r).reshape(-1, 1)  # (B, 1)
     q = torch.arange(config.n_prompts).repeat_interleave(config.group_size)  # (B,)
     a = o.reshape(-1)  # (B,)
     old_logp = torch.log_softmax(bandit.theta0, -1)[q, a].reshape(-1, 1)  # (B, 1), behaviour policy

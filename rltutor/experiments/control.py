@@ -8,7 +8,7 @@ Each takes a ``scale`` through :func:`scale_settings` ("quick": seconds on a CPU
 * :func:`clip_fraction_by_epoch`: reuse one batch for several epochs and watch the clip fraction
   and the approximate KL grow (why "clip fraction is always 0" with one update per batch).
 * :func:`gae_table`: advantages of one batch under many (gamma, lambda), for the GAE dial.
-* :func:`dead_groups`: the fraction of GRPO groups with all-equal rewards, measured and predicted.
+* :func:`dead_group_table`: the fraction of GRPO groups with all-equal rewards, measured and predicted.
 * :func:`std_weights`: the size of a success's advantage with and without the std division.
 """
 
@@ -19,24 +19,12 @@ import pandas as pd
 import torch
 
 from rltutor.advantages import gae, group_advantages
-from rltutor.train import Trainer, make_config
+from rltutor.config import CARTPOLE_GRPO, CARTPOLE_PPO, make_config
+from rltutor.train import Trainer
 from rltutor.utils import resolve_scale
 
-__all__ = ["CARTPOLE_PPO", "CARTPOLE_GRPO", "TUNED", "scale_settings", "learning_curves", "clip_fraction_by_epoch",
-           "gae_table", "dead_groups", "std_weights"]
-
-# PPO on CartPole-v1, tuned by hand on seeds 101-103 (the benchmark reports seeds 1-5): rl-zoo's
-# gamma/lambda, no entropy bonus, no value clipping, 8 envs x 32 steps, 10 epochs of 2 minibatches,
-# Adam at 2e-3 annealed to 0 over 50k env steps (the benchmark's budget; shorter runs stop early).
-CARTPOLE_PPO = dict(env="CartPole-v1", num_envs=8, num_steps=32, epochs=10, minibatches=2, lr=2e-3,
-                    gamma=0.98, lam=0.8, ent_coef=0.0, vf_clip=None, total_steps=50_000)
-# GRPO on CartPole-v1: groups of 8 episodes, 4 groups per update, no critic, 4 epochs of 4 minibatches
-# (picked on seed 101 among lr 1e-3..3e-3 and 1..8 epochs).
-CARTPOLE_GRPO = dict(env="CartPole-v1", group_size=8, num_groups=4, lr=2e-3, epochs=4, total_steps=50_000)
-# Tuned settings by (algorithm, environment), rl-zoo style: the command line applies them unless told
-# --hparams defaults; anything given explicitly (--steps, --set...) still wins.
-TUNED = {("ppo", "CartPole-v1"): CARTPOLE_PPO, ("grpo", "CartPole-v1"): CARTPOLE_GRPO}
-
+__all__ = ["CARTPOLE_PPO", "CARTPOLE_GRPO", "scale_settings", "learning_curves", "clip_fraction_by_epoch",
+           "gae_table", "dead_group_table", "std_weights"]
 
 def scale_settings(scale: str | None = None) -> dict:
     """Budgets for a scale: ``steps`` per run and ``seeds``."""
@@ -116,7 +104,7 @@ def gae_table(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, g
     return pd.DataFrame(out)
 
 
-def dead_groups(group_sizes=(2, 4, 8, 16), num_groups: int = 64, seed: int = 0) -> pd.DataFrame:
+def dead_group_table(group_sizes=(2, 4, 8, 16), num_groups: int = 64, seed: int = 0) -> pd.DataFrame:
     """Fraction of all-equal groups on a pass/fail task, measured vs the formula p^G + (1-p)^G.
 
     The task is the corridor with horizon 1: one decision, reward 1 if right, else 0. The policy is

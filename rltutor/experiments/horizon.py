@@ -1,9 +1,9 @@
 """Canned experiments of the horizon chapters: *Variance vs horizon* (04) and *Long horizons in practice* (05).
 
 * :func:`snr_vs_horizon`: the measured SNR / cosine of each estimator at each horizon, with the closed
-  forms of :func:`rltutor.analysis.snr_theory` beside them (chapter 04).
-* :func:`long_horizon_results`: the GRPO-vs-PPO sweep of :mod:`rltutor.sweep` (chapter 05): run live
-  at the given scale, or read from a folder written by ``python -m rltutor.sweep``.
+  forms of :func:`rltutor.experiments.variance.snr_theory` beside them (chapter 04).
+* :func:`long_horizon_results`: the GRPO-vs-PPO sweep of :mod:`rltutor.experiments.sweep` (chapter 05): run live
+  at the given scale, or read from a folder written by ``python -m rltutor.experiments.sweep``.
 
 Both return plain DataFrames; plotting never re-runs them.
 """
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from rltutor import analysis as an
-from rltutor import sweep
+from rltutor.experiments import sweep
+from rltutor.experiments import variance as an
 from rltutor.utils import resolve_scale
 
 __all__ = ["snr_vs_horizon", "long_horizon_results", "SWEEP_DATA"]
 
 SWEEP_DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "horizon" / "sweep"
-"""Where ``python -m rltutor.sweep --scale full`` results are kept in the repository."""
+"""Where ``python -m rltutor.experiments.sweep --scale full`` results are kept in the repository."""
 
 
 def snr_vs_horizon(task: str = "corridor", scale: str | None = None, seed: int = 0,
@@ -36,7 +36,7 @@ def snr_vs_horizon(task: str = "corridor", scale: str | None = None, seed: int =
     B = G * n_groups
 
     def theory(row):
-        t = an.make_task(task, T=int(row["T"]))
+        t = an.make_chain(task, T=int(row["T"]))
         if t.reward not in ("dense", "terminal"):
             return float("nan")
         if row["name"] == "rloo":
@@ -55,7 +55,7 @@ def long_horizon_results(scale: str | None = None, data: str | Path | None = Non
                          workers: int | None = None):
     """``(curves, finals, meta)`` of the GRPO-vs-PPO sweep.
 
-    With ``data`` (a folder written by ``python -m rltutor.sweep``), read it; otherwise run the sweep
+    With ``data`` (a folder written by ``python -m rltutor.experiments.sweep``), read it; otherwise run the sweep
     at ``scale`` now (quick: about 20 s on one CPU core).
     """
     if data is not None:

@@ -1,9 +1,10 @@
 """Experiments on a tiny language model: token-level PPO with a critic against GRPO and its family.
 
 Chapters 06-10. Every run is the one trainer (:class:`rltutor.train.Trainer`) with a preset from
-:data:`LM_ALGOS`, on a token task from :mod:`rltutor.envs.tokens`, starting from the same supervised
-warm start (SFT). Each experiment takes ``scale`` ("quick": seconds on a CPU; "full": a GPU) and
-``seed`` and returns pandas DataFrames (plain records); plotting never re-runs training.
+:data:`rltutor.config.LM_ALGOS` and the settings of :func:`rltutor.config.lm_settings`, on a
+token task from :mod:`rltutor.envs.tokens`, starting from the same supervised warm start (SFT).
+Each experiment takes ``scale`` ("quick": seconds on a CPU; "full": a GPU) and ``seed`` and
+returns pandas DataFrames (plain records); plotting never re-runs training.
 
 1. :func:`short_task` -- GRPO vs PPO (value head / separate critic) on 2-digit addition: reward,
    and what the critic costs in parameters, training-state memory and time.
@@ -22,62 +23,26 @@ import time
 import pandas as pd
 import torch
 
-from rltutor.train import Trainer, make_config
+from rltutor.build import warm_start
+from rltutor.config import LM_ALGOS, LM_SCALES, lm_settings, make_config
+from rltutor.models.lm_policy import CRITICS, LMPolicy, critic_cost
+from rltutor.rollout.tokens import LMCollector
+from rltutor.train import Trainer
 from rltutor.utils import get_device, resolve_scale
 
-__all__ = ["LM_ALGOS", "lm_settings", "lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher",
+__all__ = ["lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher",
            "family", "aggregation_weights", "critic_overhead", "dynamic_sampling"]
 
-# Token-level PPO: a critic, GAE with gamma = lambda = 1 (a terminal reward must not be discounted or
-# decayed over the completion, READER_QUESTIONS #17), advantages whitened over the batch (as verl does).
-_PPO = dict(rollout="episodes", critic=True, estimator="gae", loss="ppo", gamma=1.0, lam=1.0, ent_coef=0.0,
-            norm_adv="batch", epochs=1, minibatches=4, vf_clip=None, vf_coef=0.5, agg="token-mean")
+def make_env_task(config):
+    """The token task a config trains on (the registry's object, built from ``config.env_options``)."""
+    from rltutor.envs import make_env
 
-LM_ALGOS: dict[str, dict] = {
-    "grpo": dict(),
-    "dr_grpo": dict(),
-    "dapo": dict(env_options=dict(overlong_buffer=2)),  # + the trainer's clip-higher, token-mean, dyn. sampling
-    "gspo": dict(),
-    "gmpo": dict(),
-    "cispo": dict(),
-    "rloo": dict(),
-    "reinforce_pp": dict(),  # one completion per prompt, as many prompts: same number of completions
-    "ppo": _PPO,
-}
-"""LM settings on top of the trainer's presets (:data:`rltutor.train.ALGORITHMS`)."""
-
-_SCALES = {
-    # prompts x group size, RL steps, model width, SFT steps, learning rate
-    "quick": dict(num_groups=8, group_size=8, steps=40, n_embd=64, sft_steps=150, lr=3e-4),
-    "full": dict(num_groups=16, group_size=8, steps=300, n_embd=128, sft_steps=400, lr=3e-4),
-}
-
-
-def lm_settings(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
-                task_options: dict | None = None, **overrides) -> dict:
-    """The trainer settings (``make_config`` keyword arguments) for ``algo`` on a token task at this
-    scale: the scale's model, SFT, batch and learning rate, then :data:`LM_ALGOS`, then ``overrides``.
-    The command line uses them for ``rltutor train --env addition`` (and ``sequence``)."""
-    if algo not in LM_ALGOS:
-        raise ValueError(f"unknown LM algorithm {algo!r}; valid: {', '.join(LM_ALGOS)}")
-    s = _SCALES[resolve_scale(scale)]
-    preset = dict(LM_ALGOS[algo])
-    env_options = dict(n_embd=s["n_embd"], sft_steps=s["sft_steps"], **preset.pop("env_options", {}))
-    env_options.update(task_options or {})
-    env_options.update(overrides.pop("env_options", {}))
-    groups = dict(num_groups=s["num_groups"], group_size=s["group_size"])
-    if algo == "reinforce_pp":
-        groups = dict(num_groups=s["num_groups"] * s["group_size"], group_size=1)
-    cfg = dict(env=task, env_options=env_options, **groups, lr=s["lr"], anneal_lr=False, seed=seed,
-               device="auto", total_steps=10**9)
-    cfg.update(preset)
-    cfg.update(overrides)
-    return cfg
+    return make_env(config.env, seed=config.seed, **config.env_options)
 
 
 def lm_config(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
               task_options: dict | None = None, **overrides):
-    """A trainer :class:`~rltutor.train.Config` for ``algo`` on a token task at this scale."""
+    """A trainer :class:`~rltutor.config.Config` for ``algo`` on a token task at this scale."""
     return make_config(algo, **lm_settings(algo, task, scale, seed, task_options, **overrides))
 
 
@@ -89,22 +54,19 @@ def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     trainer = Trainer(config)
-    from rltutor.lm import critic_cost
-
     cost = critic_cost(trainer.policy)
     rows = []
     t0 = time.perf_counter()
     for _ in range(steps):
-        row = trainer.step()
-        info = trainer.collector.last_info
+        row = trainer.step()  # the trainer's metrics and the collector's (accuracy, draws...)
         rows.append({"algo": label or config.algo, "update": row["update"], "seed": config.seed,
-                     "reward": info["score"], "accuracy": info["accuracy"],
-                     "response_length": info["response_length"], "wrong_length": info["wrong_length"],
-                     "truncated": info["truncated"], "entropy": info["entropy"],
+                     "reward": row["score"], "accuracy": row["accuracy"],
+                     "response_length": row["response_length"], "wrong_length": row["wrong_length"],
+                     "truncated": row["truncated"], "entropy": row["sample_entropy"],
                      # an update that dynamic sampling left without rows has no loss statistics
                      **{k: row.get(k, float("nan")) for k in ("clip_frac", "approx_kl", "zero_std_frac",
                                                               "explained_variance", "grad_norm")},
-                     "rows": row["rows"], "draws": info.get("draws", 1),
+                     "rows": row["rows"], "draws": row["draws"],
                      "time_s": time.perf_counter() - t0,
                      **cost})
     df = pd.DataFrame(rows)
@@ -133,11 +95,11 @@ def short_task(scale: str | None = None, seed: int = 0):
     size. All three start from the same SFT weights.
     """
     sc = resolve_scale(scale)
-    steps = _SCALES[sc]["steps"]
+    steps = LM_SCALES[sc]["steps"]
     task_options = dict(max_operand=19) if sc == "quick" else dict(max_operand=49)
     runs = [("grpo", "GRPO", {}), ("ppo", "PPO (value head)", dict(critic_kind="head")),
             ("ppo", "PPO (separate critic)", dict(critic_kind="separate"))]
-    curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options={**task_options, **o}), steps, label)
+    curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=task_options, **o), steps, label)
                         for a, label, o in runs], ignore_index=True)
     return curves, _summary(curves)
 
@@ -150,12 +112,11 @@ def critic_overhead(scale: str | None = None, seed: int = 0, repeats: int = 15) 
     slows all three alike; the median over ``repeats`` turns is reported, with parameters and the
     training state (fp32 weights, gradients and Adam's two moments: 16 bytes per parameter).
     """
-    from rltutor.lm import CRITICS, LMCollector, LMEnv, LMPolicy, critic_cost
-
-    s = _SCALES[resolve_scale(scale)]
-    env = LMEnv("addition", seed=seed, max_operand=19, n_embd=s["n_embd"], sft_steps=0)  # speed: weights irrelevant
-    policies = {kind: LMPolicy(env.warm_start(), critic=kind) for kind in CRITICS}
-    batch, _ = LMCollector(env.task, s["num_groups"], s["group_size"]).collect(
+    s = LM_SCALES[resolve_scale(scale)]
+    cfg = lm_config("grpo", "addition", scale, seed, task_options=dict(max_operand=19), sft_steps=0)  # speed only
+    task = make_env_task(cfg)
+    policies = {kind: LMPolicy(warm_start(cfg, task), critic_kind=kind) for kind in CRITICS}
+    batch, _ = LMCollector(task, s["num_groups"], s["group_size"]).collect(
         policies["none"], torch.Generator().manual_seed(seed))
     m = batch["mask"]
     times: dict[str, list[float]] = {kind: [] for kind in CRITICS}
@@ -191,8 +152,8 @@ def horizon(scale: str | None = None, seed: int = 0, lengths=None):
     sft_steps = {"quick": 60, "full": 120}[sc]
     curves, summary = [], []
     for L in lengths:
-        runs = [run_lm(lm_config(a, "sequence", sc, seed, task_options=dict(L=L), env_options=dict(
-            sft_steps=sft_steps)), steps, label) for a, label in (("grpo", "GRPO"), ("ppo", "PPO"))]
+        runs = [run_lm(lm_config(a, "sequence", sc, seed, task_options=dict(L=L), sft_steps=sft_steps), steps, label)
+                for a, label in (("grpo", "GRPO"), ("ppo", "PPO"))]
         c = pd.concat(runs, ignore_index=True).assign(L=L)
         curves.append(c)
         summary.append(_summary(c).assign(L=L))
@@ -233,8 +194,8 @@ def length_bias(scale: str | None = None, seed: int = 0):
     sc = resolve_scale(scale)
     steps = {"quick": 40, "full": 300}[sc]
     opts = dict(max_operand=19, max_new_tokens=16)
-    env = dict(sft_steps={"quick": 60, "full": 100}[sc])
-    return pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=opts, env_options=env, lr=1e-3),
+    sft_steps = {"quick": 60, "full": 100}[sc]
+    return pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=opts, sft_steps=sft_steps, lr=1e-3),
                              steps, label) for a, label in (("grpo", "GRPO"), ("dr_grpo", "Dr.GRPO"))],
                      ignore_index=True)
 
@@ -264,29 +225,29 @@ def dynamic_sampling(scale: str | None = None, seed: int = 0, max_draws=(1, 4), 
     left in it, completions sampled and sampling seconds per batch.
     """
     from rltutor.advantages import dead_groups
-    from rltutor.lm import LMCollector, LMEnv, LMPolicy
 
-    s = _SCALES[resolve_scale(scale)]
-    options = {"max_operand": 19, **(task_options or {})}
-    env = LMEnv("addition", seed=seed, n_embd=s["n_embd"], sft_steps=s["sft_steps"], **options)
-    policy = LMPolicy(env.warm_start())
+    s = LM_SCALES[resolve_scale(scale)]
+    cfg = lm_config("dapo", "addition", scale, seed, task_options={"max_operand": 19, **(task_options or {})})
+    task = make_env_task(cfg)
+    policy = LMPolicy(warm_start(cfg, task))
     G = s["group_size"]
     rows = []
     for draws in max_draws:
-        col = LMCollector(env.task, s["num_groups"], G, max_draws=draws)
+        col = LMCollector(task, s["num_groups"], G, max_draws=draws)
         gen = torch.Generator().manual_seed(seed)
         rec = []
         for _ in range(batches):
             batch, info = col.collect(policy, gen)
             dead = dead_groups(batch["rewards"].sum(1), batch["group_ids"])[0]  # (groups in the batch,)
-            rec.append({"draws": info["draws"], "live_groups": int((~dead).sum()), "dead_groups": int(dead.sum()),
-                        "completions_sampled": len(info["episode_returns"]), "sample_s": info["sample_time"]})
+            rec.append({"draws": info["metrics"]["draws"], "live_groups": int((~dead).sum()),
+                        "dead_groups": int(dead.sum()), "completions_sampled": len(info["episode_returns"]),
+                        "sample_s": info["metrics"]["sample_time"]})
         rows.append({"max_draws": draws, "groups_asked": s["num_groups"], **pd.DataFrame(rec).mean().to_dict()})
     return pd.DataFrame(rows)
 
 
 def family(scale: str | None = None, seed: int = 0, algos=None):
-    """Experiment 5: every preset of :data:`LM_ALGOS` on addition. Returns (curves, summary)."""
+    """Experiment 5: every preset of :data:`rltutor.config.LM_ALGOS` on addition. Returns (curves, summary)."""
     sc = resolve_scale(scale)
     algos = list(algos or LM_ALGOS)
     steps = {"quick": 25, "full": 300}[sc]

@@ -29,8 +29,8 @@ per run: mean return over the last 20% of its episodes), ``table.md`` (mean and 
 interval over seeds), ``verdicts.json`` (which of the paper's findings reproduced, computed from the
 numbers) and ``meta.json`` (the exact command, scale, versions, wall time).
 
-    python -m rltutor.sweep --scale quick --out runs/sweep_quick
-    python -m rltutor.sweep --scale full --out notebooks/data/horizon/sweep --workers 2
+    python -m rltutor.experiments.sweep --scale quick --out runs/sweep_quick
+    python -m rltutor.experiments.sweep --scale full --out notebooks/data/horizon/sweep --workers 2
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rltutor.plots import t_quantile
-from rltutor.utils import resolve_scale
+from rltutor.utils import resolve_scale, t_quantile
 
 __all__ = ["Run", "SweepScale", "SCALES", "plan", "run_one", "run_sweep", "curves_on_grid", "results_table",
            "verdicts",
@@ -91,7 +90,7 @@ SCALES = {
 
 @dataclass(frozen=True)
 class Run:
-    """One training run: a preset of :data:`rltutor.train.ALGORITHMS` plus overrides."""
+    """One training run: a preset of :data:`rltutor.config.ALGORITHMS` plus overrides."""
 
     study: str
     """"main", "group_size" or "gamma" """
@@ -133,7 +132,8 @@ def plan(scale: str | SweepScale = "quick") -> list[Run]:
 
 def run_one(run: Run, max_points: int = 60) -> dict:
     """Train one run; return its description, its learning curve (<= max_points rows) and final score."""
-    from rltutor.train import Trainer, make_config
+    from rltutor.config import make_config
+    from rltutor.train import Trainer
 
     opts = {"horizon": run.horizon} if run.horizon is not None else {}
     cfg = make_config(run.algo, env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps,
@@ -363,7 +363,7 @@ def load_outputs(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m rltutor.sweep", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m rltutor.experiments.sweep", description=__doc__.splitlines()[0])
     p.add_argument("--scale", choices=("quick", "full"), default=None, help="sweep size (default: RLTUTOR_QUICK)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--executor", choices=EXECUTORS, default="process",
@@ -383,7 +383,7 @@ def main(argv=None) -> None:
     old = Path(a.out) / "meta.json"
     old = json.loads(old.read_text()) if old.exists() and n_logged else {}
     first_wall = old.get("first_call_wall_seconds", old.get("wall_seconds"))
-    meta = {"command": "python -m rltutor.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
+    meta = {"command": "python -m rltutor.experiments.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
             "scale": scale, "plan": asdict(SCALES[scale]), "runs": len(runs),
             "wall_seconds_this_call": round(time.perf_counter() - t0, 1),
             "first_call_wall_seconds": first_wall if first_wall is not None else round(time.perf_counter() - t0, 1),

@@ -73,16 +73,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rltutor.advantages import discounted_returns, gae, group_advantages
+from rltutor.advantages import ESTIMATORS, GROUP_METHODS, discounted_returns, gae, group_advantages
 
 __all__ = [
     "ChainTask",
     "EstimatorSpec",
     "Rollouts",
     "REWARDS",
-    "TASKS",
+    "CHAIN_TASKS",
     "ESTIMATOR_NAMES",
-    "make_task",
+    "make_chain",
     "policy_probs",
     "sample_rollouts",
     "task_rewards",
@@ -104,8 +104,10 @@ __all__ = [
 ]
 
 REWARDS = ("dense", "terminal", "exact")
-ESTIMATOR_NAMES = ("reinforce", "grpo", "dr_grpo", "rloo", "gae", "gae_critic")
-GROUP_NAMES = ("grpo", "dr_grpo", "rloo")
+GROUP_NAMES = GROUP_METHODS  # the registry's group-relative estimators
+LAB_ESTIMATORS = ("gae_critic",)  # this lab's own: GAE with a noisy critic (V + noise), not a registry entry
+ESTIMATOR_NAMES = ("reinforce", *GROUP_NAMES, "gae", *LAB_ESTIMATORS)
+"""The estimators this lab measures: registry names (rltutor.advantages.list_estimators()) plus its own."""
 
 #: Named presets, matching the environments of :mod:`rltutor.envs`:
 #: ``corridor`` is :class:`rltutor.envs.corridor.Corridor` (2 actions: follow the cue or not; one reward
@@ -113,7 +115,7 @@ GROUP_NAMES = ("grpo", "dr_grpo", "rloo")
 #: ``tokens_exact`` are the ``SequenceTask`` of :mod:`rltutor.envs.tokens` (10 digits per position,
 #: reward "fraction" or "exact"). p = 0.6: a policy part-way through training (at exactly p = 1/2 with
 #: two actions the one-step TD estimate is constant, a coincidence that shows as an infinite SNR).
-TASKS = {
+CHAIN_TASKS = {
     "corridor": dict(reward="terminal", K=2, p=0.6),
     "corridor_dense": dict(reward="dense", K=2, p=0.6),
     "tokens": dict(reward="terminal", K=10, p=0.5),
@@ -159,13 +161,13 @@ class ChainTask:
         return float(self.p) if self.p is not None else 0.5 ** (1.0 / self.T)
 
 
-def make_task(task: str | ChainTask = "corridor", *, T: int, noise: float = 0.0, **overrides) -> ChainTask:
-    """A :class:`ChainTask` from a preset name in :data:`TASKS` (or pass one through, updated)."""
+def make_chain(task: str | ChainTask = "corridor", *, T: int, noise: float = 0.0, **overrides) -> ChainTask:
+    """A :class:`ChainTask` from a preset name in :data:`CHAIN_TASKS` (or pass one through, updated)."""
     if isinstance(task, ChainTask):
         return replace(task, T=T, noise=noise, **overrides)
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
-    return ChainTask(T=T, noise=noise, **{**TASKS[task], **overrides})
+    if task not in CHAIN_TASKS:
+        raise ValueError(f"unknown task {task!r}; valid: {', '.join(CHAIN_TASKS)}")
+    return ChainTask(T=T, noise=noise, **{**CHAIN_TASKS[task], **overrides})
 
 
 def policy_probs(task: ChainTask, dtype=torch.float64) -> torch.Tensor:
@@ -560,7 +562,7 @@ def measure(task: str | ChainTask = "corridor", *, T: int, G: int = 8, n_groups:
     they all see the same number of trajectories. Returns one row per estimator.
     """
     check_params(G=G, gamma=gamma, lam=lam, noise=noise, critic_noise=critic_noise, T=T)
-    t = make_task(task, T=T, noise=noise)
+    t = make_chain(task, T=T, noise=noise)
     return pd.DataFrame(measure_specs(t, _specs(estimators, G, gamma, lam, critic_noise),
                                       batch_size=n_groups * G, n_batches=n_batches, seed=seed))
 
@@ -624,3 +626,6 @@ def snr_theory(task: ChainTask, estimator: str, *, batch_size: int = 32, G: int 
         k2 = (critic_noise * reward_unit(task)) ** 2
         return B * ct2 / (T * w**2 * (a - c2) + Es2 * sR2 + Es2 * k2 * (2 * T - 1))
     raise ValueError(f"unknown estimator {estimator!r} for snr_theory; valid: rloo, ideal_baseline, gae_td")
+
+
+assert set(ESTIMATOR_NAMES) - set(LAB_ESTIMATORS) <= set(ESTIMATORS), "a lab estimator name shadows no registry entry"

@@ -11,7 +11,7 @@ Two additions for RL:
   over the whole prefix (see ``rltutor.lm.sample``);
 * an optional **value head** (``GPTConfig.value_head``): a linear map from the last hidden state to a
   scalar V(s_t), the critic of token-level PPO sharing the policy's trunk. The other choice, a
-  separate critic of the same size, is simply a second ``TinyGPT`` (see ``rltutor.lm.LMPolicy``).
+  separate critic of the same size, is simply a second ``TinyGPT`` (see ``rltutor.models.lm_policy.LMPolicy``).
 
 Deviations from nanoGPT: no dropout (RL needs the sampler and the trainer to compute the same
 probabilities), attention through ``F.scaled_dot_product_attention`` always, and the forward pass
@@ -163,10 +163,6 @@ class TinyGPT(nn.Module):
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
-
-    def num_params(self) -> int:
-        """Number of parameters (the tied head counted once)."""
-        return sum(p.numel() for p in self.parameters())
 
     def trunk(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Hidden states ``(B, T, n_embd)`` after the final LayerNorm.

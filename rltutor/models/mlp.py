@@ -1,4 +1,4 @@
-"""Policies: a small MLP actor-critic for vector observations (the tiny GPT lives in gpt.py).
+"""Policies: a small MLP actor-critic for vector observations (the tiny GPT lives in :mod:`rltutor.models.gpt`).
 
 Chapters: *PPO* (02), *GRPO* (03).
 
@@ -118,6 +118,3 @@ class MLPActorCritic(nn.Module):
 
         return {"logp": to_rows(logp), "entropy": to_rows(entropy),
                 "values": None if values is None else to_rows(values)}
-
-
-from rltutor.gpt import GPTConfig, TinyGPT  # noqa: E402,F401  (the language model of chapters 06-10)

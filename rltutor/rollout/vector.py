@@ -2,7 +2,7 @@
 
 Chapters: *PPO* (02), *GRPO* (03), *Long horizons in practice* (05).
 
-A batch (``notes/CONTRACT.md``) is a dict of tensors with leading dimension B, one *row* per episode
+A batch (the contract is in :mod:`rltutor.rollout`) is a dict of tensors with leading dimension B, one *row* per episode
 or episode piece, padded to a common length T, with a ``mask`` of valid steps::
 
     obs      (B, T, obs_dim) float   observations s_t
@@ -13,7 +13,7 @@ or episode piece, padded to a common length T, with a ``mask`` of valid steps::
     mask     (B, T) float            1 where the step exists
     group_ids (B,) long              rows that share an id form one GRPO group
 
-Two ways to fill it, both :class:`Collector`\\ s with ``collect(policy, generator) -> (batch, info)``:
+Two ways to fill it, both collectors with ``collect(policy, generator) -> (batch, info)``:
 
 * :class:`SegmentCollector` (PPO style): ``N`` environment copies each run a fixed number of steps
   ``S``; episodes continue from one collection to the next. Each episode *piece* inside the segment
@@ -41,20 +41,10 @@ any bootstrap).
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 import torch
 
-__all__ = ["Collector", "SegmentCollector", "EpisodeCollector", "pieces_to_rows"]
-
-
-class Collector(Protocol):
-    def collect(self, policy, generator: torch.Generator) -> tuple[dict[str, torch.Tensor], dict]: ...
-
-    def state_dict(self) -> dict: ...
-
-    def load_state_dict(self, state: dict) -> None: ...
+__all__ = ["SegmentCollector", "EpisodeCollector", "pieces_to_rows"]
 
 
 def pieces_to_rows(done: np.ndarray, **steps: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -173,6 +163,10 @@ class SegmentCollector:
         self.env.load_state_dict(state["env"])
         self.obs, self.ep_return, self.ep_len = state["obs"].copy(), state["ep_return"].copy(), state["ep_len"].copy()
 
+    def evaluate(self, policy) -> dict:
+        """No held-out evaluation for vector environments: the training returns are the measure."""
+        return {}
+
 
 class EpisodeCollector:
     """GRPO-style collection: complete episodes in groups of ``group_size`` (see module docstring).
@@ -246,3 +240,7 @@ class EpisodeCollector:
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.env.load_state_dict(state["env"])
+
+    def evaluate(self, policy) -> dict:
+        """No held-out evaluation for vector environments: the training returns are the measure."""
+        return {}

@@ -10,20 +10,13 @@ experiments in :mod:`rltutor.experiments` return.
 
 from __future__ import annotations
 
-import math
-from statistics import NormalDist
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["apply_style", "label_axes", "mean_ci", "plot_band", "line_with_band", "t_quantile"]
+from rltutor.utils import t_quantile
 
-# Two-sided 95% quantiles of Student's t, t_{0.975, df}, for df = 1..30 (standard tables).
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
+__all__ = ["apply_style", "label_axes", "mean_ci", "plot_band", "line_with_band"]
 
 def apply_style() -> None:
     """Matplotlib defaults for the book: readable sizes, light grid, no top/right spines."""
@@ -56,18 +49,6 @@ def label_axes(ax, xlabel: str, ylabel: str, title: str | None = None):
     if title:
         ax.set_title(title)
     return ax
-
-
-def t_quantile(n: int, level: float = 0.95) -> float:
-    """Two-sided quantile for a mean of ``n`` samples: Student's t at level 0.95 (df = n - 1 <= 30),
-    the normal quantile otherwise (a close approximation for df > 30)."""
-    if n < 2:
-        raise ValueError(f"a confidence interval needs at least 2 samples, got n={n}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}; e.g. 0.95")
-    if math.isclose(level, 0.95) and n - 1 <= len(_T975):
-        return _T975[n - 2]
-    return NormalDist().inv_cdf(0.5 + level / 2)
 
 
 def mean_ci(df: pd.DataFrame, x: str, y: str, by: str | None = None, level: float = 0.95) -> pd.DataFrame:

@@ -1,10 +1,10 @@
 """Live ipywidgets explorer for the variance-vs-horizon chapter (needs a running kernel).
 
 Chapter: *Variance vs horizon* (``notebooks/04_variance_horizon.ipynb``). The same plot without a
-kernel, for the published book, is :mod:`rltutor.explorer`.
+kernel, for the published book, is :mod:`rltutor.experiments.explorer_data`.
 
 Sliders for the horizon marker T, the group size G, gamma, lambda, the reward noise and the critic's
-error, a choice of task, metric and estimators; each change re-runs :func:`rltutor.analysis.measure`
+error, a choice of task, metric and estimators; each change re-runs :func:`rltutor.experiments.variance.measure`
 at every horizon (a few hundred milliseconds on a laptop CPU) and redraws a matplotlib figure. Works
 in Jupyter and on Colab (plain ``ipywidgets`` + ``matplotlib`` in an ``Output``; no custom widget).
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from rltutor import analysis as an
-from rltutor.explorer import ESTIMATOR_LABELS
-from rltutor.plots import label_axes
+from rltutor.experiments import variance as an
+from rltutor.experiments.explorer_data import ESTIMATOR_LABELS
+from rltutor.views.plots import label_axes
 
 __all__ = ["HORIZONS", "explorer_frame", "plot_explorer", "horizon_explorer"]
 
@@ -39,9 +39,10 @@ def explorer_frame(task: str = "corridor", *, estimators=("grpo", "rloo", "gae",
                    horizons=HORIZONS, G: int = 8, gamma: float = 1.0, lam: float = 0.95, noise: float = 0.0,
                    critic_noise: float = 1.0, batch_size: int = 32, n_batches: int = 64,
                    seed: int = 0) -> pd.DataFrame:
-    """The numbers behind one redraw: every estimator at every horizon (as :func:`~rltutor.analysis.horizon_curve`).
+    """The numbers behind one redraw: every estimator at every horizon (as
+    :func:`~rltutor.experiments.variance.horizon_curve`).
 
-    Results are memoized per estimator (:func:`rltutor.analysis.measure_cached`), so moving lambda
+    Results are memoized per estimator (:func:`rltutor.experiments.variance.measure_cached`), so moving lambda
     recomputes only the GAE estimators, moving G only the group ones. Every batch has ``batch_size``
     trajectories (``batch_size / G`` groups for the group estimators).
     Bad values raise ValueError naming the value and the fix (e.g. G < 2, lambda outside [0, 1]).
@@ -54,8 +55,8 @@ def explorer_frame(task: str = "corridor", *, estimators=("grpo", "rloo", "gae",
         raise ValueError(f"batch size {batch_size} is not a multiple of the group size G={G}; "
                          "pick G dividing the batch (2, 4, 8, 16 or 32 for 32 trajectories)")
     rows = []
-    for i, T in enumerate(horizons):  # seeds as in rltutor.analysis.horizon_curve: seed + position
-        t = an.make_task(task, T=int(T), noise=noise)
+    for i, T in enumerate(horizons):  # seeds as in rltutor.experiments.variance.horizon_curve: seed + position
+        t = an.make_chain(task, T=int(T), noise=noise)
         for e in estimators:
             spec = an.relevant_spec(an.EstimatorSpec(e, G=G if group else 2, gamma=gamma, lam=lam,
                                                      critic_noise=critic_noise))
@@ -92,7 +93,7 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
     style = {"description_width": "110px"}
     lay = W.Layout(width="380px")
     w = {
-        "task": W.Dropdown(options=list(an.TASKS), value=task, description="task", style=style),
+        "task": W.Dropdown(options=list(an.CHAIN_TASKS), value=task, description="task", style=style),
         "metric": W.Dropdown(options=list(METRIC_LABELS), value="snr", description="metric", style=style),
         "T_marker": W.SelectionSlider(options=list(HORIZONS), value=64, description="horizon T", style=style,
                                       layout=lay),

@@ -1,0 +1,7 @@
+"""``python -m rltutor``: the same command line as ``rltutor``."""
+
+import sys
+
+from rltutor.cli import main
+
+sys.exit(main())

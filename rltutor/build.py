@@ -1,0 +1,109 @@
+"""From a config to the objects a run needs: ``build(config) -> (policy, collector)``.
+
+The one place that wires a model to an environment:
+
+* a vector environment (CartPole, the corridor...) gets an :class:`~rltutor.models.mlp.MLPActorCritic`
+  and a :class:`~rltutor.rollout.vector.SegmentCollector` (PPO) or
+  :class:`~rltutor.rollout.vector.EpisodeCollector` (groups of G episodes);
+* a token task gets a seeded :class:`~rltutor.models.gpt.TinyGPT`, warm-started by :func:`sft`,
+  wrapped in an :class:`~rltutor.models.lm_policy.LMPolicy` (with a critic when ``config.critic``),
+  and an :class:`~rltutor.rollout.tokens.LMCollector` of ``num_groups`` prompts x ``group_size``
+  completions.
+
+The warm start is cached per setting (:func:`warm_start`), so GRPO and PPO runs of one experiment
+start from the very same weights. The reference policy of the KL penalty is the trainer's frozen
+copy of the policy it is given.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from rltutor.config import Config
+from rltutor.envs import make_env
+from rltutor.envs.tokens import VOCAB, TokenTask
+from rltutor.models.gpt import TinyGPT
+from rltutor.models.lm_policy import LMPolicy, make_model
+from rltutor.models.mlp import MLPActorCritic
+from rltutor.rollout.tokens import LMCollector
+from rltutor.rollout.vector import EpisodeCollector, SegmentCollector
+
+__all__ = ["build", "sft", "warm_start"]
+
+
+def build(config: Config):
+    """The policy and collector ``config`` asks for (see the module docstring)."""
+    if not isinstance(config, Config):
+        raise ValueError(f"config must be an rltutor.config.Config, got {type(config).__name__}; "
+                         "use rltutor.config.make_config('ppo', ...)")
+    env = make_env(config.env, num_envs=config.rollout_envs, seed=config.seed, **config.env_options)
+    if isinstance(env, TokenTask):
+        device = None if config.device == "auto" else config.device
+        policy = LMPolicy(warm_start(config, env, device), critic_kind=config.critic_kind if config.critic else "none",
+                          temperature=config.temperature)
+        collector = LMCollector(env, n_prompts=config.num_groups, group_size=config.group_size,
+                                overlong_buffer=config.overlong_buffer, max_draws=config.max_draws)
+        return policy, collector
+    if config.max_draws > 1:
+        raise ValueError(f"max_draws={config.max_draws}: refilling dropped groups is implemented for token tasks "
+                         f"(rltutor.rollout.tokens.LMCollector), not for {config.env!r}; use max_draws=1 here")
+    policy = MLPActorCritic(env.obs_dim, env.n_actions, hidden=config.hidden, shared=config.shared_trunk,
+                            critic=config.critic)
+    if config.rollout == "segments":
+        collector = SegmentCollector(env, num_steps=config.num_steps, gamma=config.gamma)
+    else:
+        collector = EpisodeCollector(env, group_size=config.group_size, same_seed=config.same_seed,
+                                     seed=config.seed, gamma=config.gamma)
+    return policy, collector
+
+
+# ----------------------------------------------------------------------------------------------
+# The supervised warm start
+# ----------------------------------------------------------------------------------------------
+
+_SFT_CACHE: dict = {}  # warm-started weights by setting, so runs that should share a start do
+
+
+def warm_start(config: Config, task: TokenTask | None = None, device=None) -> TinyGPT:
+    """The TinyGPT of ``config`` (seeded with ``config.seed``) after ``config.sft_steps`` steps of
+    :func:`sft` on ``task`` (by default the config's own): computed once per setting in a process,
+    then copied from a cache."""
+    if task is None:
+        task = make_env(config.env, seed=config.seed, **config.env_options)
+    key = (config.env, tuple(sorted(config.env_options.items())), config.n_layer, config.n_head, config.n_embd,
+           config.sft_steps, config.sft_lr, config.seed)
+    model = make_model(len(VOCAB), task.prompt_len + task.max_new_tokens, config.n_layer, config.n_head,
+                       config.n_embd, seed=config.seed, device=device)
+    if key not in _SFT_CACHE:
+        g = torch.Generator().manual_seed(config.seed)
+        sft(model, task, steps=config.sft_steps, lr=config.sft_lr, generator=g)
+        _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(_SFT_CACHE[key])
+    return model
+
+
+def sft(model: TinyGPT, task: TokenTask, steps: int = 200, batch_size: int = 64, lr: float = 3e-3,
+        generator: torch.Generator | None = None) -> list[float]:
+    """Supervised fine-tuning on correct completions: cross-entropy on the completion tokens only.
+
+    Returns the loss of each step. Few steps give a policy that is right some of the time, which is
+    where RL has something to do.
+    """
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    device = next(model.parameters()).device
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+    losses = []
+    model.train()
+    for _ in range(steps):
+        tokens, loss_mask = task.sft_batch(batch_size, generator)
+        tokens, loss_mask = tokens.to(device), loss_mask.to(device)
+        logits, _ = model(tokens[:, :-1])  # (n, P+T-1, V)
+        nll = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (n, P+T-1)
+        loss = (nll * loss_mask).sum() / loss_mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses

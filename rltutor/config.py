@@ -1,0 +1,356 @@
+"""One source of settings: the run :class:`Config`, the algorithm presets, tuned settings, the scales.
+
+Chapters: every chapter that trains. PPO and GRPO are not two programs but two settings of one
+:class:`Config` (see :mod:`rltutor.train`): where advantages come from (``estimator``), how the
+per-token loss is reduced (``agg``), how episodes are collected (``rollout``). This module holds:
+
+* :class:`Config` -- every setting of a training run, one docstring line under each field;
+* :data:`ALGORITHMS` -- the presets (named overrides of Config) and :func:`make_config`;
+* :data:`TUNED` and :func:`tuned_settings` -- settings tuned per (algorithm, environment), which
+  ``rltutor train`` applies unless told ``--hparams defaults``;
+* :data:`LM_ALGOS`, :data:`LM_SCALES` and :func:`lm_settings` -- the language-model chapters'
+  settings per scale ("quick": a CPU in seconds; "full": a GPU).
+
+::
+
+    cfg = make_config("grpo", env="corridor", env_options={"horizon": 200}, total_steps=50_000)
+    cfg = make_config(**lm_settings("dapo", "addition", scale="quick"))
+
+A lab's own budgets (the sweep's scales, the explorer's grids) stay in the lab.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from rltutor.advantages import ESTIMATORS, GROUP_METHODS
+from rltutor.envs import ENVS
+from rltutor.envs.tokens import TASKS as TOKEN_TASKS
+from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES
+from rltutor.utils import SCALES, check_choice, check_device, check_int, check_number, resolve_scale
+
+__all__ = ["Config", "ALGORITHMS", "make_config", "list_algorithms", "TUNED", "tuned_settings", "LM_ALGOS",
+           "LM_SCALES", "lm_settings"]
+
+ROLLOUTS = ("segments", "episodes")
+NORM_ADV = ("none", "batch", "minibatch")
+MLP_FIELDS = ("hidden", "shared_trunk")
+"""fields that apply only to vector environments (an MLP policy)"""
+LM_FIELDS = ("n_layer", "n_head", "n_embd", "critic_kind", "temperature", "sft_steps", "sft_lr", "overlong_buffer")
+"""fields that apply only to token tasks (a TinyGPT policy)"""
+
+
+@dataclass
+class Config:
+    """Every setting of a training run. Defaults are CleanRL ``ppo.py``'s, unless a preset overrides them."""
+
+    algo: str = "ppo"
+    """the preset these settings started from (see ALGORITHMS); a label, it changes nothing by itself"""
+    scale: str = "quick"
+    """the scale ("quick" or "full") whose settings a run started from (``rltutor train --scale``,
+    :func:`lm_settings`); recorded in config.json, it changes nothing by itself"""
+    env: str = "CartPole-v1"
+    """a registered environment name (rltutor.envs.list_envs())"""
+    env_options: dict = field(default_factory=dict)
+    """keyword options for the environment, e.g. {"horizon": 200} for the corridor, {"max_operand": 19} for addition"""
+    seed: int = 1
+    """seeds the policy initialization, the action sampling, the shuffling and the environments"""
+    total_steps: int = 100_000
+    """training budget in environment steps (for language models: generated tokens)"""
+    device: str = "cpu"
+    """"cpu", "cuda", "mps" or "auto" (cuda, then mps, then cpu); small MLPs are fastest on cpu"""
+    torch_threads: int | None = 1
+    """torch.set_num_threads at start; small MLPs run fastest on one thread; None leaves it alone"""
+
+    # --- collection -----------------------------------------------------------------------------
+    rollout: str = "segments"
+    """"segments": fixed-length pieces from each env copy (PPO); "episodes": complete episodes in groups (GRPO)"""
+    num_envs: int = 4
+    """environment copies for "segments" collection"""
+    num_steps: int = 128
+    """steps per copy per update for "segments" collection"""
+    group_size: int = 8
+    """G: episodes per group for "episodes" collection (GRPO needs G >= 2)"""
+    num_groups: int = 4
+    """groups per update for "episodes" collection"""
+    same_seed: bool = True
+    """episodes of a group start from one reset seed (same prompt) or each from its own (batch grouping)"""
+
+    # --- model ------------------------------------------------------------------------------------
+    critic: bool = True
+    """learn a value function V(s) (PPO) or not (GRPO, REINFORCE)"""
+    hidden: tuple[int, ...] = (64, 64)
+    """MLP (vector environments): hidden layer sizes"""
+    shared_trunk: bool = False
+    """MLP (vector environments): actor and critic share one trunk"""
+    n_layer: int = 2
+    """language model (token tasks): transformer blocks of the TinyGPT"""
+    n_head: int = 4
+    """language model: attention heads per block"""
+    n_embd: int = 64
+    """language model: width of the residual stream"""
+    critic_kind: str = "head"
+    """language model, when critic is True: "head" (a value head on the policy's trunk) or "separate"
+    (a second TinyGPT of the same size, initialised from the policy)"""
+    temperature: float = 1.0
+    """language model: sampling temperature; the trainer's log-probs use the same one"""
+    sft_steps: int = 150
+    """language model: supervised warm-start steps on correct answers before RL (rltutor.build.sft)"""
+    sft_lr: float = 3e-3
+    """language model: learning rate of the warm start"""
+    overlong_buffer: int | None = None
+    """language model: DAPO's soft overlong penalty over the last this-many tokens of the budget (None: off)"""
+
+    # --- advantages -------------------------------------------------------------------------------
+    estimator: str = "gae"
+    """a registered advantage estimator (rltutor.advantages.list_estimators())"""
+    gamma: float = 0.99
+    """discount factor"""
+    lam: float = 0.95
+    """GAE lambda: 0 = one-step TD (low variance, biased), 1 = Monte Carlo (unbiased, noisy)"""
+    norm_adv: str = "minibatch"
+    """whiten advantages: "none", over the whole "batch", or per "minibatch" (CleanRL)"""
+
+    # --- loss -------------------------------------------------------------------------------------
+    loss: str = "ppo"
+    """a registered policy loss (rltutor.losses.list_policy_losses())"""
+    clip_low: float = 0.2
+    """epsilon below 1 of the ratio clip"""
+    clip_high: float = 0.2
+    """epsilon above 1 of the ratio clip (DAPO's clip-higher: 0.28)"""
+    dual_clip: float | None = None
+    """dual-clip constant c > 1 capping the loss of negative-advantage tokens (ppo loss only)"""
+    agg: str = "token-mean"
+    """how per-token losses become a scalar (rltutor.losses.AGG_MODES)"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient"""
+    vf_coef: float = 0.5
+    """value loss coefficient"""
+    vf_clip: float | None = 0.2
+    """clip the value prediction around its old value by this much (None: no clipping)"""
+    kl_coef: float = 0.0
+    """beta, the weight of KL(pi || pi_ref) to the frozen initial policy (0: no reference)"""
+    kl_kind: str = "k3"
+    """KL estimator: "k1", "k2" or "k3" (rltutor.losses.kl_penalty)"""
+    kl_in_reward: bool = False
+    """True: -beta*KL per token added to the rewards (PPO/RLHF); False: beta*KL added to the loss (GRPO)"""
+    dynamic_sampling: bool = False
+    """drop groups whose scores are all equal before the update (DAPO)"""
+    max_draws: int = 1
+    """with dynamic_sampling, token tasks draw up to this many batches of prompts to refill the dropped
+    groups (DAPO); 1: drop without refilling (rltutor.rollout.tokens.LMCollector's max_draws). The
+    history's ``draws`` says how many were needed; ``zero_std_frac`` then describes the refilled batch"""
+
+    # --- optimization -----------------------------------------------------------------------------
+    lr: float = 2.5e-4
+    """Adam learning rate"""
+    anneal_lr: bool = True
+    """decay the learning rate linearly to 0 over total_steps"""
+    epochs: int = 4
+    """passes over each batch"""
+    minibatches: int = 4
+    """minibatches (of rows) per pass"""
+    max_grad_norm: float | None = 0.5
+    """clip the global gradient norm to this (None: no clipping)"""
+    target_kl: float | None = None
+    """stop the epochs of an update early once an epoch's mean approx KL exceeds this"""
+    eval_every: int = 10
+    """updates between held-out evaluations (the collector's ``evaluate``: greedy accuracy for token
+    tasks, nothing for vector environments), also after the first update; 0: never"""
+
+    # --- derived (computed, not set) ----------------------------------------------------------------
+    rollout_envs: int = field(init=False)
+    """environment copies the collector needs: num_envs, or group_size * num_groups"""
+    uses_groups: bool = field(init=False)
+    """the estimator is group-relative (needs groups of G >= 2)"""
+    model: str = field(init=False)
+    """"gpt" for token tasks, "mlp" for vector environments: which model fields apply"""
+
+    def __post_init__(self):
+        check_choice("environment", self.env, ENVS)
+        check_choice("rollout", self.rollout, ROLLOUTS)
+        check_choice("advantage estimator", self.estimator, ESTIMATORS)
+        check_choice("policy loss", self.loss, POLICY_LOSSES)
+        check_choice("aggregation mode", self.agg, AGG_MODES)
+        check_choice("norm_adv", self.norm_adv, NORM_ADV)
+        check_choice("kl_kind", self.kl_kind, KL_KINDS)
+        check_choice("scale", self.scale, SCALES)
+        check_choice("critic_kind", self.critic_kind, ("head", "separate"))
+        check_device(self.device)
+        self._check_numbers()
+        self.uses_groups = self.estimator in GROUP_METHODS
+        if self.uses_groups and self.group_size < 2:
+            raise ValueError(f"the {self.estimator!r} estimator compares each episode with the others of its "
+                             f"group, so it needs group_size >= 2, got group_size={self.group_size}; a group "
+                             "of one has advantage 0 (or 0/0): set group_size=8, say")
+        if self.uses_groups and self.rollout != "episodes":
+            raise ValueError(f"the {self.estimator!r} estimator scores complete episodes in groups; set "
+                             f"rollout='episodes' (got rollout={self.rollout!r})")
+        if self.estimator == "gae" and not self.critic:
+            raise ValueError("the 'gae' estimator needs a critic: set critic=True or pick a critic-free "
+                             f"estimator ({', '.join(sorted(set(ESTIMATORS) - {'gae'}))})")
+        if self.max_draws > 1 and not self.dynamic_sampling:
+            raise ValueError(f"max_draws={self.max_draws} refills the groups that dynamic sampling drops, but "
+                             "dynamic_sampling is off; set dynamic_sampling=True (the 'dapo' preset) or max_draws=1")
+        self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
+        self.model = "gpt" if self.env in TOKEN_TASKS else "mlp"
+
+    def _check_numbers(self) -> None:
+        """Types and ranges of every numeric field: reject what cannot be meant, naming the valid range."""
+        for name in ("total_steps", "num_envs", "num_steps", "group_size", "num_groups", "epochs", "minibatches",
+                     "max_draws", "n_layer", "n_head", "n_embd"):
+            check_int(name, getattr(self, name), 1)
+        check_int("seed", self.seed, None)
+        check_int("sft_steps", self.sft_steps, 0)
+        check_int("eval_every", self.eval_every, 0)
+        if self.torch_threads is not None:
+            check_int("torch_threads", self.torch_threads, 1)
+        if self.overlong_buffer is not None:
+            check_int("overlong_buffer", self.overlong_buffer, 1)
+        for name in ("gamma", "lam"):
+            check_number(name, getattr(self, name), 0.0, 1.0)
+        for name in ("lr", "sft_lr", "clip_low", "clip_high", "temperature"):
+            check_number(name, getattr(self, name), 0.0, None, low_open=True)
+        for name in ("ent_coef", "vf_coef", "kl_coef"):
+            check_number(name, getattr(self, name), 0.0, None)
+        for name in ("max_grad_norm", "target_kl", "vf_clip"):
+            if getattr(self, name) is not None:
+                check_number(name, getattr(self, name), 0.0, None, low_open=True, none_ok=True)
+        if self.dual_clip is not None:
+            check_number("dual_clip", self.dual_clip, 1.0, None, low_open=True, none_ok=True)
+        self.hidden = tuple(self.hidden)
+        for h in self.hidden:
+            check_int("hidden sizes", h, 1)
+
+    def to_dict(self) -> dict:
+        """The settings as plain data (config.json): the fields of the other model kind are left out."""
+        skip = LM_FIELDS if self.model == "mlp" else MLP_FIELDS
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Config:
+        """Rebuild a Config from :meth:`to_dict` output (derived fields are recomputed; fields left
+        out take their defaults)."""
+        init = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(d) - init - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown config fields {unknown}; valid: {', '.join(sorted(init))}")
+        return cls(**{k: v for k, v in d.items() if k in init})
+
+
+# Algorithms are named sets of overrides of one Config: one loop, many presets.
+_GROUP = dict(rollout="episodes", critic=False, norm_adv="none", ent_coef=0.0, vf_clip=None, epochs=1,
+              minibatches=4, lr=1e-3, gamma=1.0)
+ALGORITHMS: dict[str, dict] = {
+    # PPO (Schulman et al. 2017) with a critic and GAE. The defaults of Config are CleanRL's ppo.py.
+    "ppo": dict(),
+    # GRPO (Shao et al. 2024, DeepSeekMath): no critic, A_i = (r_i - mean_g) / std_g on every step,
+    # loss averaged per sequence then over sequences. DeepSeekMath also adds beta=0.04 * k3 toward an
+    # SFT reference; from scratch in control there is no reference worth staying near, so kl_coef=0.
+    "grpo": dict(_GROUP, estimator="grpo", agg="seq-mean-token-mean"),
+    # Dr.GRPO (Liu et al. 2025): no std division, constant normalizer instead of 1/|o|.
+    "dr_grpo": dict(_GROUP, estimator="dr_grpo", agg="seq-mean-token-sum-norm"),
+    # DAPO (Yu et al. 2025): clip-higher, token-mean, dynamic sampling.
+    "dapo": dict(_GROUP, estimator="grpo", agg="token-mean", clip_high=0.28, dynamic_sampling=True),
+    # GSPO (Zheng et al. 2025): sequence-level ratio with tiny clip ranges.
+    "gspo": dict(_GROUP, estimator="grpo", loss="gspo", clip_low=3e-4, clip_high=4e-4,
+                 agg="seq-mean-token-mean"),
+    # GMPO (Zhao et al. 2025): geometric mean of token ratios, clip 0.4 in log space.
+    "gmpo": dict(_GROUP, estimator="grpo", loss="gmpo", clip_low=0.4, clip_high=0.4),
+    # CISPO (MiniMax-M1 2025): clipped, stop-gradient IS weight times log pi.
+    "cispo": dict(_GROUP, estimator="grpo", loss="cispo", clip_low=1.0, clip_high=4.0, agg="token-mean"),
+    # RLOO (Ahmadian et al. 2024): leave-one-out baseline, plain policy gradient, one step per batch.
+    "rloo": dict(_GROUP, estimator="rloo", loss="reinforce", minibatches=1, agg="token-mean"),
+    # REINFORCE (Williams 1992): return-to-go, no baseline, one step per batch.
+    "reinforce": dict(_GROUP, estimator="reinforce", loss="reinforce", minibatches=1, group_size=1,
+                      num_groups=16, agg="token-mean"),
+    # REINFORCE++ (Hu 2025): return-to-go whitened over the batch.
+    "reinforce_pp": dict(_GROUP, estimator="reinforce_pp", loss="ppo", group_size=1, num_groups=16,
+                         agg="token-mean"),
+}
+
+
+def list_algorithms() -> list[str]:
+    return sorted(ALGORITHMS)
+
+
+def make_config(algo: str = "ppo", **overrides) -> Config:
+    """The preset ``algo`` with ``overrides`` applied, e.g. ``make_config("grpo", group_size=16)``."""
+    check_choice("algorithm", algo, ALGORITHMS)
+    fields = {f.name for f in dataclasses.fields(Config) if f.init}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(f"unknown config fields {unknown}; valid: {', '.join(sorted(fields))}")
+    return Config(**{**ALGORITHMS[algo], "algo": algo, **overrides})
+
+
+# ----------------------------------------------------------------------------------------------
+# Tuned settings per (algorithm, environment), rl-zoo style
+# ----------------------------------------------------------------------------------------------
+
+# PPO on CartPole-v1, tuned by hand on seeds 101-103 (the benchmark reports seeds 1-5): rl-zoo's
+# gamma/lambda, no entropy bonus, no value clipping, 8 envs x 32 steps, 10 epochs of 2 minibatches,
+# Adam at 2e-3 annealed to 0 over 50k env steps (the benchmark's budget; shorter runs stop early).
+CARTPOLE_PPO = dict(env="CartPole-v1", num_envs=8, num_steps=32, epochs=10, minibatches=2, lr=2e-3,
+                    gamma=0.98, lam=0.8, ent_coef=0.0, vf_clip=None, total_steps=50_000)
+# GRPO on CartPole-v1: groups of 8 episodes, 4 groups per update, no critic, 4 epochs of 4 minibatches
+# (picked on seed 101 among lr 1e-3..3e-3 and 1..8 epochs).
+CARTPOLE_GRPO = dict(env="CartPole-v1", group_size=8, num_groups=4, lr=2e-3, epochs=4, total_steps=50_000)
+TUNED: dict[tuple[str, str], dict] = {("ppo", "CartPole-v1"): CARTPOLE_PPO, ("grpo", "CartPole-v1"): CARTPOLE_GRPO}
+"""Settings tuned for (algorithm, vector environment); token tasks take theirs from :func:`lm_settings`."""
+
+# ----------------------------------------------------------------------------------------------
+# The language-model chapters (06-10)
+# ----------------------------------------------------------------------------------------------
+
+LM_ALGOS = ("grpo", "dr_grpo", "dapo", "gspo", "gmpo", "cispo", "rloo", "reinforce_pp", "ppo")
+"""The presets that run on token tasks (chapter 10 compares them all)."""
+
+# Token-level PPO: a critic, GAE with gamma = lambda = 1 (a terminal reward must not be discounted or
+# decayed over the completion), advantages whitened over the batch (as verl does).
+_LM_PPO = dict(rollout="episodes", critic=True, estimator="gae", loss="ppo", gamma=1.0, lam=1.0, ent_coef=0.0,
+               norm_adv="batch", epochs=1, minibatches=4, vf_clip=None, vf_coef=0.5, agg="token-mean")
+LM_OVERRIDES: dict[str, dict] = {
+    "dapo": dict(overlong_buffer=2),  # + the preset's clip-higher, token-mean and dynamic sampling
+    "ppo": _LM_PPO,
+}
+"""What the token tasks change in a preset of :data:`ALGORITHMS` (the others run as they are)."""
+
+LM_SCALES = {
+    # prompts x group size, RL updates, model width, SFT steps, learning rate
+    "quick": dict(num_groups=8, group_size=8, steps=40, n_embd=64, sft_steps=150, lr=3e-4),
+    "full": dict(num_groups=16, group_size=8, steps=300, n_embd=128, sft_steps=400, lr=3e-4),
+}
+"""The language-model chapters' sizes per scale; ``steps`` is the number of RL updates of a chapter's run."""
+
+LM_TASK_OPTIONS = {"addition": {"max_operand": 19}}
+"""Task options ``rltutor train`` starts a token task with (chapter 06's short task)."""
+
+
+def lm_settings(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
+                task_options: dict | None = None, **overrides) -> dict:
+    """The :func:`make_config` keyword arguments for ``algo`` on a token task at this scale: the
+    scale's model, SFT, batch and learning rate, then :data:`LM_OVERRIDES`, then ``overrides``."""
+    check_choice("language-model algorithm", algo, LM_ALGOS)
+    sc = resolve_scale(scale)
+    s = LM_SCALES[sc]
+    groups = dict(num_groups=s["num_groups"], group_size=s["group_size"])
+    if algo == "reinforce_pp":  # one completion per prompt, as many prompts: the same number of completions
+        groups = dict(num_groups=s["num_groups"] * s["group_size"], group_size=1)
+    env_options = {**(task_options or {}), **overrides.pop("env_options", {})}
+    cfg = dict(env=task, env_options=env_options, scale=sc, n_embd=s["n_embd"], sft_steps=s["sft_steps"],
+               **groups, lr=s["lr"], anneal_lr=False, seed=seed, device="auto", total_steps=10**9)
+    cfg.update(LM_OVERRIDES.get(algo, {}))
+    cfg.update(overrides)
+    return cfg
+
+
+def tuned_settings(algo: str, env: str, scale: str | None = None) -> dict | None:
+    """Settings tuned for ``algo`` on ``env`` (budget and seed left out), or None where there are none."""
+    if (algo, env) in TUNED:
+        return {k: v for k, v in TUNED[(algo, env)].items() if k not in ("env", "total_steps")}
+    if env in TOKEN_TASKS and algo in LM_ALGOS:
+        s = lm_settings(algo, env, scale, task_options=LM_TASK_OPTIONS.get(env))
+        return {k: v for k, v in s.items() if k not in ("algo", "env", "seed", "total_steps")}
+    return None
