@@ -53,9 +53,11 @@ __all__ = [
     "list_estimators",
     "ESTIMATORS",
     "GROUP_METHODS",
+    "DEAD_TOL",
 ]
 
 GROUP_METHODS = ("grpo", "dr_grpo", "rloo")
+DEAD_TOL = 1e-8  # a group whose scores span at most this is dead (see dead_groups)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -79,6 +81,11 @@ def _check_token_inputs(mask: torch.Tensor, **tensors: torch.Tensor) -> torch.Te
     check_mask(mask, like=first)
     check_same_shape(**tensors)
     return mask.bool()
+
+
+def _work_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float16/bfloat16 statistics are computed in float32 (then cast back), others in their own dtype."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 # ----------------------------------------------------------------------------------------------
@@ -170,34 +177,7 @@ def gae(
 # ----------------------------------------------------------------------------------------------
 
 
-def group_advantages(
-    scores: torch.Tensor,
-    group_ids: torch.Tensor,
-    method: str = "grpo",
-    eps: float = 1e-6,
-) -> torch.Tensor:
-    """One advantage per response, relative to the other responses to the same prompt.
-
-    For response i in group g with n_g members, scores s:
-
-    * ``"grpo"``:    A_i = (s_i - mean_g) / (std_g + eps), std with Bessel's correction (n_g - 1),
-      as in DeepSeekMath and TRL's ``GRPOTrainer`` (``torch.std`` is unbiased by default).
-    * ``"dr_grpo"``: A_i = s_i - mean_g (Dr.GRPO: no std division, so no difficulty bias).
-    * ``"rloo"``:    A_i = s_i - mean of the *other* n_g - 1 scores = n_g / (n_g - 1) (s_i - mean_g).
-
-    Members of a group need not be adjacent in the batch. A group whose scores are all equal gets
-    advantage 0 for every member under all three methods (no learning signal; see the
-    "zero-std fraction" in the GRPO chapter).
-
-    Args:
-        scores: (B,) float, one scalar reward per response.
-        group_ids: (B,) integer ids; responses to the same prompt share an id.
-        method: one of ``"grpo"``, ``"dr_grpo"``, ``"rloo"``.
-        eps: added to the std before dividing (``"grpo"`` only).
-
-    Returns:
-        (B,) advantages.
-    """
+def _check_groups(scores: torch.Tensor, group_ids: torch.Tensor) -> None:
     check_tensor("scores", scores, ndim=1)
     if not scores.is_floating_point():
         raise ValueError(f"scores must be a floating tensor, got dtype {scores.dtype}; use .float()")
@@ -209,42 +189,121 @@ def group_advantages(
     if group_ids.shape != scores.shape:
         raise ValueError(f"group_ids has shape {tuple(group_ids.shape)} but scores has shape "
                          f"{tuple(scores.shape)}; give one group id per response")
-    check_choice("group method", method, GROUP_METHODS)
-    if not eps >= 0:
-        raise ValueError(f"eps must be >= 0, got {eps!r}")
 
+
+def _check_nonneg(name: str, x: float) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not (0.0 <= float(x) < math.inf):
+        raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
+    return float(x)
+
+
+def _group_ranges(x: torch.Tensor, group_ids: torch.Tensor):
+    """``(inv, counts, g_min, g_max)`` of scores ``x`` (B,) grouped by ``group_ids``: the group
+    index of each row (B,), the group sizes and each group's smallest and largest score
+    (n_groups,), groups in the sorted order of their ids."""
     _, inv, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
+    k = len(counts)
+    g_min = x.new_full((k,), math.inf).scatter_reduce(0, inv, x, "amin")
+    g_max = x.new_full((k,), -math.inf).scatter_reduce(0, inv, x, "amax")
+    return inv, counts, g_min, g_max
+
+
+def group_advantages(
+    scores: torch.Tensor,
+    group_ids: torch.Tensor,
+    method: str = "grpo",
+    eps: float = 1e-6,
+    tol: float = DEAD_TOL,
+) -> torch.Tensor:
+    """One advantage per response, relative to the other responses to the same prompt.
+
+    For response i in group g with n_g members, scores s:
+
+    * ``"grpo"``:    A_i = (s_i - mean_g) / (std_g + eps), std with Bessel's correction (n_g - 1),
+      as in DeepSeekMath and TRL's ``GRPOTrainer`` (``torch.std`` is unbiased by default).
+    * ``"dr_grpo"``: A_i = s_i - mean_g (Dr.GRPO: no std division, so no difficulty bias).
+    * ``"rloo"``:    A_i = s_i - mean of the *other* n_g - 1 scores = n_g / (n_g - 1) (s_i - mean_g).
+
+    Members of a group need not be adjacent in the batch.
+
+    **Dead groups.** A group is *dead* when its scores are equal: max_g - min_g <= ``tol``
+    (exact equality when ``tol=0``), the test of :func:`dead_groups`. Every member of a dead group
+    gets advantage exactly 0, under every method and in every dtype (no learning signal; see the
+    "zero-std fraction" in the GRPO chapter). Computed naively this fails: the float mean of 16
+    copies of -3.7 is not -3.7 in float32, so s_i - mean_g is ~1e-7, std_g is ~1e-7, and GRPO
+    hands every member the same advantage 0.32. Here the scores are first shifted by their group's
+    minimum (s_i - min_g is exactly 0 in an all-equal group and exact for close scores) and dead
+    groups are then set to 0 explicitly, so the advantage and :func:`dead_groups` never disagree.
+
+    Deviations (numerics only): float16/bfloat16 scores are processed in float32 and the result
+    cast back; std_g is computed with the group's max |s_i - mean_g| factored out, so a live group
+    always has std_g > 0 and ``eps=0`` never divides by zero (|A_i| <= sqrt(n_g - 1) then).
+
+    Args:
+        scores: (B,) float, one scalar reward per response.
+        group_ids: (B,) integer ids; responses to the same prompt share an id.
+        method: one of ``"grpo"``, ``"dr_grpo"``, ``"rloo"``.
+        eps: added to the std before dividing (``"grpo"`` only), >= 0.
+        tol: groups whose scores span at most ``tol`` are dead (advantage 0); >= 0.
+
+    Returns:
+        (B,) advantages, in the dtype of ``scores``.
+    """
+    _check_groups(scores, group_ids)
+    check_choice("group method", method, GROUP_METHODS)
+    eps = _check_nonneg("eps", eps)
+    tol = _check_nonneg("tol", tol)
+
+    x = scores.to(_work_dtype(scores.dtype))
+    inv, counts, g_min, g_max = _group_ranges(x, group_ids)
     if (counts < 2).any():
         lonely = torch.unique(group_ids)[counts < 2][:5].tolist()
         raise ValueError(f"groups {lonely} have a single member; a group-relative baseline needs at "
                          "least 2 responses per prompt (group size G >= 2)")
-    n = counts.to(scores.dtype)  # (n_groups,)
-    total = scores.new_zeros(len(counts)).index_add(0, inv, scores)  # sum of scores per group
-    mean = total / n  # mean_g
-    centred = scores - mean[inv]  # s_i - mean_g
+    dead = (g_max - g_min <= tol)[inv]  # (B,) the row's group is dead (same test as dead_groups)
+    zeros = x.new_zeros(len(counts))
+    n = counts.to(x.dtype)  # n_g, (n_groups,)
+    d = x - g_min[inv]  # s_i - min_g >= 0: exactly 0 in an all-equal group
+    total = zeros.index_add(0, inv, d)  # sum_g (s - min_g)
+    centred = d - (total / n)[inv]  # s_i - mean_g
     if method == "dr_grpo":
-        return centred
-    if method == "rloo":
+        a = centred
+    elif method == "rloo":
         # s_i - (sum_g - s_i) / (n_g - 1)  ==  n_g / (n_g - 1) * (s_i - mean_g)
-        return scores - (total[inv] - scores) / (n[inv] - 1)
-    var = scores.new_zeros(len(counts)).index_add(0, inv, centred**2) / (n - 1)  # Bessel
-    std = var.sqrt()
-    return centred / (std[inv] + eps)
+        a = d - (total[inv] - d) / (n[inv] - 1)
+    else:
+        # Bessel std_g = c_g * sqrt(sum_g z^2 / (n_g - 1)), z = (s - mean_g) / c_g, c_g = max_g |s - mean_g|:
+        # the squares can neither underflow nor overflow, so std_g > 0 in every live group.
+        c = zeros.scatter_reduce(0, inv, centred.abs(), "amax")
+        c = torch.where(c > 0, c, 1.0)
+        z = centred / c[inv]
+        std = c * (zeros.index_add(0, inv, z**2) / (n - 1)).sqrt()  # std_g
+        den = std[inv] + eps
+        a = centred / torch.where(den > 0, den, 1.0)  # (s_i - mean_g) / (std_g + eps)
+    a = torch.where(dead, 0.0, a).to(scores.dtype)  # a dead group carries no signal: exactly 0
+    if not torch.isfinite(a).all():
+        raise ValueError(f"group advantages overflow {scores.dtype}: the scores span more than it can hold "
+                         f"(min {scores.min().item():.3g}, max {scores.max().item():.3g}); rescale the rewards")
+    return a
 
 
-def dead_groups(scores: torch.Tensor, group_ids: torch.Tensor, tol: float = 1e-8):
-    """Which groups have all-equal scores, so every group-relative advantage in them is 0.
+def dead_groups(scores: torch.Tensor, group_ids: torch.Tensor, tol: float = DEAD_TOL):
+    """Which groups have all-equal scores, so every group-relative advantage in them is exactly 0.
+
+    A group is dead when max_g - min_g <= ``tol`` (``tol=0``: exact equality). This is the very test
+    :func:`group_advantages` applies (with the same ``tol``) before setting those advantages to 0,
+    so a group is called dead if and only if it carries no signal. A group of one member is dead.
 
     Returns ``(dead, inv, counts)``: ``dead`` (n_groups,) bool over the distinct ids in sorted order,
     ``inv`` (B,) the group index of each row and ``counts`` (n_groups,) the group sizes (as
-    ``torch.unique(..., return_inverse=True, return_counts=True)``). Groups are dead when
-    max - min of their scores is below ``tol``. The trainer's dynamic sampling drops them; the token
-    collector's refill (``rltutor.lm.LMCollector(max_draws=...)``) replaces them.
+    ``torch.unique(..., return_inverse=True, return_counts=True)``). The trainer's dynamic sampling
+    drops dead groups; the token collector's refill (``rltutor.lm.LMCollector(max_draws=...)``)
+    replaces them.
     """
-    _, inv, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
-    g_max = torch.full((len(counts),), -math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amax")
-    g_min = torch.full((len(counts),), math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amin")
-    return (g_max - g_min).abs() < tol, inv, counts
+    _check_groups(scores, group_ids)
+    tol = _check_nonneg("tol", tol)
+    inv, counts, g_min, g_max = _group_ranges(scores.to(_work_dtype(scores.dtype)), group_ids)
+    return g_max - g_min <= tol, inv, counts
 
 
 def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -254,18 +313,32 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
     result has masked mean 0 and masked variance 1 (up to ``eps``), and is 0 where ``mask`` is 0.
     Unlike verl's ``compute_gae_advantage_return`` nothing calls this implicitly: the trainer's
     ``norm_adv`` option or the ``"reinforce_pp"`` estimator applies it, in plain sight.
+
+    Edge cases, never NaN: a constant input (all valid entries equal) and a single valid entry
+    whiten to exactly 0 (there is no spread to scale); ``eps=0`` is allowed. A mask with no valid
+    entry raises. Numerics as in :func:`group_advantages`: float16/bfloat16 are processed in
+    float32, entries are shifted by their minimum first and the largest |x - mean| is factored out
+    of the variance.
     """
     check_tensor("x", x)
     if not x.is_floating_point():
         raise ValueError(f"x must be a floating tensor, got dtype {x.dtype}")
     check_mask(mask, like=x)
-    m = mask.to(x.dtype)
-    n = m.sum()
-    if n < 2:
-        raise ValueError(f"whiten needs at least 2 valid entries, got {int(n)}; check the mask")
-    mean = (x * m).sum() / n
-    var = (((x - mean) * m) ** 2).sum() / (n - 1)
-    return (x - mean) * torch.rsqrt(var + eps) * m
+    eps = _check_nonneg("eps", eps)
+    valid = mask.bool()
+    n = valid.sum()
+    if n == 0:
+        raise ValueError("whiten got a mask with no valid entry; there is nothing to whiten (check the mask)")
+    w = x.to(_work_dtype(x.dtype))
+    d = torch.where(valid, w - torch.where(valid, w, math.inf).amin(), 0.0)  # x - min: 0 if constant
+    centred = torch.where(valid, d - d.sum() / n, 0.0)  # x - mean on valid entries
+    c = centred.abs().amax()
+    c = torch.where(c > 0, c, 1.0)
+    z = centred / c
+    var_z = (z**2).sum() / (n - 1).clamp(min=1)  # var / c^2 (Bessel)
+    # (x - mean) / sqrt(var + eps) = z / sqrt(var / c^2 + eps / c^2); eps / c / c is 0 or large, never NaN
+    den = var_z + eps / c / c
+    return (z * torch.where(den > 0, torch.rsqrt(den), 0.0)).to(x.dtype)  # 0 when constant (z = 0)
 
 
 # ----------------------------------------------------------------------------------------------
