@@ -28,7 +28,8 @@ References
   reference code (sign-aware clipping in log space).
 * CISPO: MiniMax, *MiniMax-M1*, arXiv:2506.13585 (2025), eq. 4-5.
 * KL estimators k1, k2, k3: J. Schulman, *Approximating KL Divergence* (2020 blog note);
-  k3 is the estimator of DeepSeekMath eq. 4.
+  k3 is the estimator of DeepSeekMath eq. 4. Their gradients as losses: Tang & Munos, *On a Few
+  Pitfalls in KL Divergence Gradient Estimation for RL*, arXiv:2506.09477 (2025).
 """
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ __all__ = [
     "POLICY_LOSSES",
     "AGG_MODES",
     "KL_KINDS",
+    "K3_MAX_LOG_RATIO",
 ]
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 KL_KINDS = ("k1", "k2", "k3")
+K3_MAX_LOG_RATIO = 20.0  # k3 clamps log(pi_ref / pi) to this before exp (10 in float16), see kl_penalty
 
 
 def _check_float(name: str, t) -> torch.Tensor:
@@ -358,14 +361,44 @@ def value_loss(
 
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
-    """Per-token estimate of KL(pi_theta || pi_ref) from samples of pi_theta.
+    """Per-token KL estimators k1, k2, k3 between pi_theta and pi_ref, at tokens sampled from pi_theta.
 
-    With x = ref_logp - logp = log(pi_ref / pi_theta) at the sampled token:
+    With r = pi_ref(o_t) / pi_theta(o_t) at the sampled token, log r = ``ref_logp - logp``:
 
-    * ``"k1"``: logp - ref_logp = -x. Unbiased, but a single sample can be negative.
-    * ``"k2"``: 1/2 (logp - ref_logp)^2. Biased, >= 0, low variance.
-    * ``"k3"``: exp(x) - x - 1. Unbiased and >= 0 (DeepSeekMath eq. 4). As a *loss* its gradient is
-      not the gradient of the KL off-policy; see the KL section of the GRPO family chapter.
+    * ``"k1"``: log(pi_theta / pi_ref) = -log r.
+    * ``"k2"``: 1/2 (log r)^2, >= 0.
+    * ``"k3"``: (r - 1) - log r, >= 0 (the estimator of DeepSeekMath eq. 4).
+
+    Two different uses, two different answers (Tang & Munos 2025, arXiv:2506.09477):
+
+    1. **As an estimate of the value** KL(pi_theta || pi_ref) = E_{o ~ pi_theta}[log(pi_theta / pi_ref)]
+       (for logging, or as a penalty subtracted from the reward): k1 and k3 are unbiased (k3 adds
+       r - 1, whose mean under pi_theta is 0, which makes every sample >= 0 and lowers the variance);
+       k2 is biased (close to the KL only when the two policies are close).
+    2. **As a loss** added to the objective and differentiated through ``logp`` at the sampled
+       tokens (the sampling itself is not differentiated), the *expected gradient* on-policy is
+       sum_o pi(o) grad k(o) = E[g(o) grad log pi_theta(o)] with g the factor below:
+
+       * k1: g = 1, and E[grad log pi_theta] = sum_o grad pi_theta(o) = 0. No gradient at all on
+         average: k1 in the loss only adds noise.
+       * k2: g = log(pi_theta / pi_ref), the expected gradient is grad KL(pi_theta || pi_ref): the
+         reverse KL, usually the one intended.
+       * k3: g = 1 - r, the expected gradient is sum_o (pi_theta - pi_ref)(o) grad log pi_theta(o)
+         = grad KL(pi_ref || pi_theta): the gradient of the *forward* KL, not of the KL whose value
+         k3 estimates. GRPO's k3-in-the-loss thus pulls toward covering pi_ref's mass.
+
+       Two more caveats. A per-token loss sum_t k(o_t) differentiates each token's own term only:
+       it misses how o_t changes the distributions of the later tokens, which the gradient of the
+       sequence-level KL includes (future log-ratios weighting grad log pi_theta(o_t)). Off-policy
+       (tokens sampled by pi_old, as after the first PPO epoch) each term also needs the importance
+       weight pi_theta / pi_old. ``tests/test_losses.py`` checks the three expected gradients
+       exactly on a small categorical distribution.
+
+    k3 is computed with log r clamped to at most :data:`K3_MAX_LOG_RATIO` (20; 10 in float16, whose
+    largest number is 65504) before exp, so finite log-probabilities never give inf (unclamped,
+    float32 overflows once pi_ref / pi_theta > e^88, and the trainer's ``kl * mask`` would turn that
+    inf into NaN). Beyond the cap the value stays at e^20 - 21 ~ 4.9e8 and the token's gradient is 0;
+    k3 is then biased, but only by tokens pi_theta gives less than e^-20 of pi_ref's probability.
 
     Elementwise on (B, T); mask it with :func:`aggregate`.
     """
@@ -374,8 +407,9 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> 
     check_same_shape(logp=logp, ref_logp=ref_logp)
     check_choice("KL estimator", kind, KL_KINDS)
     if kind == "k1":
-        return logp - ref_logp
+        return logp - ref_logp  # -log r
     if kind == "k2":
-        return 0.5 * (logp - ref_logp) ** 2
-    x = ref_logp - logp
-    return torch.exp(x) - x - 1.0
+        return 0.5 * (logp - ref_logp) ** 2  # 1/2 (log r)^2
+    cap = K3_MAX_LOG_RATIO if logp.dtype != torch.float16 else 10.0
+    x = (ref_logp - logp).clamp(max=cap)  # log r, capped so that exp cannot overflow
+    return torch.exp(x) - x - 1.0  # (r - 1) - log r
