@@ -66,18 +66,23 @@ DEAD_TOL = 1e-8  # a group whose scores span at most this is dead (see dead_grou
 
 
 def _check_discount(name: str, x: float) -> float:
-    if not isinstance(x, int | float) or not (0.0 <= float(x) <= 1.0):
-        raise ValueError(f"{name} must be a number in [0, 1], got {x!r}")
+    # bool is a subclass of int: gamma=True would silently mean gamma=1.
+    if isinstance(x, bool) or not isinstance(x, int | float) or not (0.0 <= float(x) <= 1.0):
+        raise ValueError(f"{name} must be a number in [0, 1] (not a bool), got {x!r}")
     return float(x)
 
 
 def _check_token_inputs(mask: torch.Tensor, **tensors: torch.Tensor) -> torch.Tensor:
-    """Check (B, T) float tensors and their mask; return the mask as a bool tensor."""
+    """Check (B, T) float tensors of one dtype and their mask; return the mask as a bool tensor."""
     for name, t in tensors.items():
         check_tensor(name, t, ndim=2)
         if not t.is_floating_point():
             raise ValueError(f"{name} must be a floating tensor, got dtype {t.dtype}; use .float()")
-    first = next(iter(tensors.values()))
+    (n0, first), *rest = tensors.items()
+    for name, t in rest:  # mixed dtypes would give outputs of two dtypes: refuse rather than guess
+        if t.dtype != first.dtype:
+            raise ValueError(f"{name} has dtype {t.dtype} but {n0} has dtype {first.dtype}; give them one "
+                             f"dtype, e.g. {name}.to({n0}.dtype)")
     check_mask(mask, like=first)
     check_same_shape(**tensors)
     return mask.bool()

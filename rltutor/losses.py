@@ -34,6 +34,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -66,6 +67,14 @@ def _check_float(name: str, t) -> torch.Tensor:
     return t
 
 
+def _check_number(name: str, x, low: float, high: float = math.inf) -> float:
+    """``x`` must be a real number in [low, high]: not a bool, not NaN, not inf."""
+    if isinstance(x, bool) or not isinstance(x, int | float) or not (math.isfinite(x) and low <= x <= high):
+        span = f"in [{low:g}, {high:g}]" if high < math.inf else f">= {low:g}"
+        raise ValueError(f"{name} must be a finite number {span}, got {x!r}")
+    return float(x)
+
+
 # ----------------------------------------------------------------------------------------------
 # The one masked reduction
 # ----------------------------------------------------------------------------------------------
@@ -76,20 +85,24 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> 
 
     With ``dim=None`` the mean is over all valid entries (a mask with none raises). With a
     ``dim``, each slice is averaged over its own valid entries; a slice with none gives 0.
+    Masked entries do not matter, even NaN or inf (they are selected away, not multiplied by 0).
     """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise ValueError(f"x must be a floating torch.Tensor, got {getattr(x, 'dtype', type(x).__name__)}")
     check_mask(mask, like=x)
     return _masked_mean(x, mask.to(x.dtype), dim)
 
 
 def _masked_mean(x: torch.Tensor, m: torch.Tensor, dim: int | None = None) -> torch.Tensor:
     """:func:`masked_mean` on a float mask already checked (the trainer's hot path)."""
+    x = torch.where(m > 0, x, 0.0)  # not x * m: NaN * 0 is NaN
     if dim is None:
         n = m.sum()
         if n == 0:
             raise ValueError("masked_mean over an all-zero mask: there is nothing to average; "
                              "check that the batch contains valid tokens")
-        return (x * m).sum() / n
-    return (x * m).sum(dim) / m.sum(dim).clamp(min=1.0)
+        return x.sum() / n
+    return x.sum(dim) / m.sum(dim).clamp(min=1.0)
 
 
 def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean",
@@ -109,11 +122,28 @@ def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mea
     answer is penalized less per token than a short one (the length bias of the Dr.GRPO paper).
     verl's original ``seq-mean-token-sum-norm`` sums over rows instead of averaging; that differs
     by the constant factor B.
+
+    ``loss_mat`` must be a floating (B, T) tensor and ``mask`` a 0/1 tensor of its shape. Masked
+    entries do not matter, whatever they hold, NaN and inf included: they are selected away with
+    ``torch.where`` (multiplying by the mask would turn a masked NaN into a NaN loss), and their
+    gradient is 0. A NaN or inf at a *valid* entry raises, naming the first one.
     """
     check_choice("aggregation mode", mode, AGG_MODES)
+    if not isinstance(loss_mat, torch.Tensor) or loss_mat.dim() != 2:
+        raise ValueError("loss_mat must be a (B, T) torch.Tensor, got "
+                         f"{type(loss_mat).__name__} of shape {tuple(getattr(loss_mat, 'shape', ()))}; "
+                         "give one loss per token (reshape a flat loss to (B, T))")
+    if not loss_mat.is_floating_point():
+        raise ValueError(f"loss_mat must be a floating tensor, got dtype {loss_mat.dtype}; use .float()")
     check_mask(mask, like=loss_mat)
-    if norm is not None and not float(norm) > 0:
-        raise ValueError(f"norm must be > 0, got {norm!r}")
+    if norm is not None:
+        if isinstance(norm, bool) or not isinstance(norm, int | float) or not 0.0 < norm < math.inf:
+            raise ValueError(f"norm must be a finite number > 0 (a token count such as T), got {norm!r}")
+    valid = mask.bool()
+    if not torch.isfinite(torch.where(valid, loss_mat.detach(), 0.0)).all():
+        bad = (valid & ~torch.isfinite(loss_mat.detach())).nonzero()[0].tolist()
+        raise ValueError(f"loss_mat holds NaN or inf at a valid (mask 1) entry, first at {bad}; check the "
+                         "upstream loss (masked entries may hold anything)")
     return _aggregate(loss_mat, mask.to(loss_mat.dtype), mode, norm)
 
 
@@ -123,7 +153,7 @@ def _aggregate(loss_mat: torch.Tensor, m: torch.Tensor, mode: str, norm: float |
         return _masked_mean(loss_mat, m)
     lengths = m.sum(dim=-1)  # |o_i|
     rows = lengths > 0
-    seq_sum = (loss_mat * m).sum(dim=-1)  # sum_t m L, (B,)
+    seq_sum = torch.where(m > 0, loss_mat, 0.0).sum(dim=-1)  # sum_t m L, (B,); where: a masked NaN stays out
     if mode == "seq-mean-token-mean":
         per_seq = seq_sum / lengths.clamp(min=1.0)
     elif mode == "seq-mean-token-sum":
@@ -268,15 +298,15 @@ def policy_loss(
     check_choice("policy loss kind", kind, POLICY_LOSSES)
     if agg is not None:
         check_choice("aggregation mode", agg, AGG_MODES)
-    if clip_low < 0 or (kind != "gmpo" and clip_low > 1.0):
-        raise ValueError(f"clip_low must be in [0, 1] (1 removes the lower bound), got {clip_low!r}")
-    if clip_high < 0:
-        raise ValueError(f"clip_high must be >= 0, got {clip_high!r}")
+    # NaN fails every comparison, so a plain `clip_low < 0` test would let it through and clamp()
+    # would then silently produce NaN losses: each bound must be a finite, non-bool number.
+    clip_low = _check_number("clip_low", clip_low, 0.0, 1.0 if kind != "gmpo" else math.inf)  # 1: no lower bound
+    clip_high = _check_number("clip_high", clip_high, 0.0)
     if dual_clip is not None:
         if kind != "ppo":
             raise ValueError(f"dual_clip applies to kind='ppo' only, got kind={kind!r}")
-        if not dual_clip > 1.0:
-            raise ValueError(f"dual_clip must be > 1 (e.g. 3.0), got {dual_clip!r}")
+        if isinstance(dual_clip, bool) or not isinstance(dual_clip, int | float) or not 1.0 < dual_clip < math.inf:
+            raise ValueError(f"dual_clip must be > 1 and finite (e.g. 3.0), got {dual_clip!r}")
 
     # Masked positions may hold anything finite (padding): zero them first so that no large value
     # there can overflow exp() and leak NaN into the loss or its gradient.
