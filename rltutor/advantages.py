@@ -14,7 +14,12 @@ The estimators are registered by name in :data:`ESTIMATORS` so the trainer, a no
 the command line picks one with a string::
 
     adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=1.0, lam=0.95)
-    adv, ret = compute_advantages("grpo", rewards=r, mask=m, group_ids=g)
+    adv, ret = compute_advantages("grpo", rewards=r, mask=m, group_ids=g)   # ret is None
+
+Each returns ``(advantages, returns)``. The rule for ``returns``: an estimator returns the critic's
+regression targets only when it computed them from a critic (``"gae"``); every critic-free
+estimator (``"grpo"``, ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``) returns
+``None``, and a trainer that fits a critic anyway computes :func:`discounted_returns` itself.
 
 References
 
@@ -350,12 +355,15 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
 # The registry: one entry point for the trainer
 # ----------------------------------------------------------------------------------------------
 
-Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor]]
+Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 ESTIMATORS: dict[str, Estimator] = {}
 
 
 def register_estimator(name: str) -> Callable[[Estimator], Estimator]:
-    """Register ``fn(*, rewards, mask, values, group_ids, gamma, lam, eps) -> (adv, returns)``."""
+    """Register ``fn(*, rewards, mask, values, group_ids, gamma, lam, eps) -> (adv, returns)``.
+
+    ``returns`` is the (B, T) critic target when the estimator used ``values``, else None.
+    """
     return register_in(ESTIMATORS, name, "an advantage estimator named")
 
 
@@ -385,10 +393,11 @@ def _group_estimator(method: str) -> Estimator:
                              "G >= 2 responses per prompt and pass their group ids")
         a = group_advantages(_row_scores(rewards, mask), group_ids, method=method, eps=eps)
         advantages = a[:, None] * mask.to(rewards.dtype)  # the same A_i on every token of row i
-        return advantages, discounted_returns(rewards, mask, gamma)
+        return advantages, None  # critic-free: no critic target
 
     estimator.__name__ = f"_{method}_estimator"
-    estimator.__doc__ = f"Outcome advantage by group_advantages(method={method!r}), broadcast to tokens."
+    estimator.__doc__ = (f"Outcome advantage by group_advantages(method={method!r}), broadcast to tokens; "
+                         "returns None (no critic).")
     return estimator
 
 
@@ -398,9 +407,12 @@ for _method in GROUP_METHODS:
 
 @register_estimator("reinforce")
 def _reinforce_estimator(*, rewards, mask, values, group_ids, gamma, lam, eps):
-    """Plain REINFORCE: the advantage is the discounted return-to-go, no baseline."""
-    ret = discounted_returns(rewards, mask, gamma)
-    return ret, ret
+    """Plain REINFORCE: the advantage is the discounted return-to-go, no baseline; returns None.
+
+    The return-to-go *is* the advantage here, so it is returned once, as the advantage: a critic
+    target would be the same tensor, and no critic reads it.
+    """
+    return discounted_returns(rewards, mask, gamma), None
 
 
 @register_estimator("reinforce_pp")
@@ -408,10 +420,10 @@ def _reinforce_pp_estimator(*, rewards, mask, values, group_ids, gamma, lam, eps
     """REINFORCE++: token-level return-to-go whitened over the whole batch (Hu 2025).
 
     The per-token KL penalty of the paper enters through ``rewards`` (the trainer's
-    ``kl_in_reward`` option); this function only computes returns and whitens them.
+    ``kl_in_reward`` option); this function only computes returns and whitens them. Critic-free,
+    so it returns None as the critic target (the unwhitened returns are ``discounted_returns``).
     """
-    ret = discounted_returns(rewards, mask, gamma)
-    return whiten(ret, mask), ret
+    return whiten(discounted_returns(rewards, mask, gamma), mask), None
 
 
 def compute_advantages(
@@ -424,7 +436,7 @@ def compute_advantages(
     gamma: float = 1.0,
     lam: float = 1.0,
     eps: float = 1e-6,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Token-level advantages and returns by estimator name.
 
     Args:
@@ -437,8 +449,11 @@ def compute_advantages(
         eps: the std offset of ``"grpo"``.
 
     Returns:
-        ``(advantages, returns)``, both (B, T); advantages are 0 where ``mask`` is 0. ``returns``
-        are the critic's regression targets (GAE returns, or discounted returns for the others).
+        ``(advantages, returns)``. ``advantages`` is (B, T), 0 where ``mask`` is 0. ``returns`` is
+        the critic's (B, T) regression target from an estimator that uses a critic (``"gae"``:
+        advantages + values), and None from every critic-free estimator (``"grpo"``,
+        ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``): nothing there reads it;
+        a trainer that fits a critic alongside computes :func:`discounted_returns` itself.
     """
     check_choice("advantage estimator", name, ESTIMATORS)
     return ESTIMATORS[name](rewards=rewards, mask=mask, values=values, group_ids=group_ids,

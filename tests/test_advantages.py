@@ -148,7 +148,7 @@ def test_registry_estimators_and_broadcast():
         adv, ret = compute_advantages(name, rewards=r, mask=m, group_ids=gids)
         a = group_advantages((r * m).sum(1), gids, method=name)
         torch.testing.assert_close(adv, a[:, None] * m)
-        torch.testing.assert_close(ret, discounted_returns(r, m, 1.0))
+        assert ret is None  # critic-free: no critic target (was: discounted returns nothing read)
     adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=0.9, lam=0.8)
     torch.testing.assert_close(adv, gae(r, v, m, 0.9, 0.8)[0])
     adv, _ = compute_advantages("reinforce", rewards=r, mask=m, gamma=0.9)
@@ -415,3 +415,13 @@ def test_whiten_with_eps_zero_is_finite_and_unit_variance(dtype, n_valid, seed, 
     v = w[m.bool()].double()
     if eps == 0.0 or scale >= 1.0:
         assert abs(v.var(unbiased=True).item() - 1.0) < (2e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4)
+
+
+def test_only_critic_estimators_return_critic_targets():
+    r, v, m = random_batch(B=4, T=5, seed=6)
+    gids = torch.tensor([0, 0, 1, 1])
+    for name in ("grpo", "dr_grpo", "rloo", "reinforce", "reinforce_pp"):
+        adv, ret = compute_advantages(name, rewards=r, mask=m, group_ids=gids, gamma=0.9)
+        assert ret is None and adv.shape == r.shape, name
+    adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=0.9, lam=0.8)
+    torch.testing.assert_close(ret, adv + v)
