@@ -239,15 +239,14 @@ def group_advantages(
     **Dead groups.** A group is *dead* when its scores are equal: max_g - min_g <= ``tol``
     (exact equality when ``tol=0``), the test of :func:`dead_groups`. Every member of a dead group
     gets advantage exactly 0, under every method and in every dtype (no learning signal; see the
-    "zero-std fraction" in the GRPO chapter). Computed naively this fails: the float mean of 16
-    copies of -3.7 is not -3.7 in float32, so s_i - mean_g is ~1e-7, std_g is ~1e-7, and GRPO
-    hands every member the same advantage 0.32. Here the scores are first shifted by their group's
-    minimum (s_i - min_g is exactly 0 in an all-equal group and exact for close scores) and dead
-    groups are then set to 0 explicitly, so the advantage and :func:`dead_groups` never disagree.
+    "zero-std fraction" in the GRPO chapter). The formulas alone do not give that: the float
+    mean of 16 copies of -3.7 is not -3.7 in float32, so s_i - mean_g is ~1e-7, std_g is ~1e-7,
+    and GRPO would hand every member the same advantage 0.32. So dead groups are set to 0
+    explicitly, with the very test of :func:`dead_groups`: the two never disagree.
 
     Deviations (numerics only): float16/bfloat16 scores are processed in float32 and the result
-    cast back; std_g is computed with the group's max |s_i - mean_g| factored out, so a live group
-    always has std_g > 0 and ``eps=0`` never divides by zero (|A_i| <= sqrt(n_g - 1) then).
+    cast back. With ``eps=0`` std_g is computed with the group's max |s_i - mean_g| factored out,
+    so a live group always has std_g > 0 and nothing divides by zero (|A_i| <= sqrt(n_g - 1)).
 
     Args:
         scores: (B,) float, one scalar reward per response.
@@ -273,23 +272,22 @@ def group_advantages(
     dead = (g_max - g_min <= tol)[inv]  # (B,) the row's group is dead (same test as dead_groups)
     zeros = x.new_zeros(len(counts))
     n = counts.to(x.dtype)  # n_g, (n_groups,)
-    d = x - g_min[inv]  # s_i - min_g >= 0: exactly 0 in an all-equal group
-    total = zeros.index_add(0, inv, d)  # sum_g (s - min_g)
-    centred = d - (total / n)[inv]  # s_i - mean_g
+    total = zeros.index_add(0, inv, x)  # sum_g s
+    centred = x - (total / n)[inv]  # s_i - mean_g (~1e-7, not 0, in an all-equal group of -3.7)
     if method == "dr_grpo":
         a = centred
     elif method == "rloo":
         # s_i - (sum_g - s_i) / (n_g - 1)  ==  n_g / (n_g - 1) * (s_i - mean_g)
-        a = d - (total[inv] - d) / (n[inv] - 1)
+        a = x - (total[inv] - x) / (n[inv] - 1)
     else:
-        # Bessel std_g = c_g * sqrt(sum_g z^2 / (n_g - 1)), z = (s - mean_g) / c_g, c_g = max_g |s - mean_g|:
-        # the squares can neither underflow nor overflow, so std_g > 0 in every live group.
-        c = zeros.scatter_reduce(0, inv, centred.abs(), "amax")
+        # Bessel std_g = c_g * sqrt(sum_g ((s - mean_g) / c_g)^2 / (n_g - 1)). With eps = 0, c_g is the
+        # group's largest |s - mean_g| so that the squares cannot underflow to std_g = 0 in a live
+        # group; otherwise c_g = 1 (the textbook formula).
+        c = zeros.scatter_reduce(0, inv, centred.abs(), "amax") if eps == 0 else zeros + 1.0
         c = torch.where(c > 0, c, 1.0)
         z = centred / c[inv]
         std = c * (zeros.index_add(0, inv, z**2) / (n - 1)).sqrt()  # std_g
-        den = std[inv] + eps
-        a = centred / torch.where(den > 0, den, 1.0)  # (s_i - mean_g) / (std_g + eps)
+        a = centred / (std[inv] + eps)  # (s_i - mean_g) / (std_g + eps); 0/0 only in dead groups
     a = torch.where(dead, 0.0, a).to(scores.dtype)  # a dead group carries no signal: exactly 0
     if not torch.isfinite(a).all():
         raise ValueError(f"group advantages overflow {scores.dtype}: the scores span more than it can hold "
@@ -325,10 +323,11 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
     ``norm_adv`` option or the ``"reinforce_pp"`` estimator applies it, in plain sight.
 
     Edge cases, never NaN: a constant input (all valid entries equal) and a single valid entry
-    whiten to exactly 0 (there is no spread to scale); ``eps=0`` is allowed. A mask with no valid
-    entry raises. Numerics as in :func:`group_advantages`: float16/bfloat16 are processed in
-    float32, entries are shifted by their minimum first and the largest |x - mean| is factored out
-    of the variance.
+    whiten to exactly 0 (there is no spread to scale; the float mean of equal numbers need not equal
+    them, so the formula alone would amplify rounding noise by 1/sqrt(eps)). ``eps=0`` is allowed.
+    A mask with no valid entry raises. Numerics as in :func:`group_advantages`: float16/bfloat16
+    are processed in float32, and with ``eps=0`` the largest |x - mean| is factored out of the
+    variance so that it cannot underflow to 0.
     """
     check_tensor("x", x)
     if not x.is_floating_point():
@@ -340,15 +339,16 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
     if n == 0:
         raise ValueError("whiten got a mask with no valid entry; there is nothing to whiten (check the mask)")
     w = x.to(_work_dtype(x.dtype))
-    d = torch.where(valid, w - torch.where(valid, w, math.inf).amin(), 0.0)  # x - min: 0 if constant
-    centred = torch.where(valid, d - d.sum() / n, 0.0)  # x - mean on valid entries
-    c = centred.abs().amax()
+    constant = torch.where(valid, w, -math.inf).amax() == torch.where(valid, w, math.inf).amin()
+    mean = torch.where(valid, w, 0.0).sum() / n
+    centred = torch.where(valid, w - mean, 0.0)  # x - mean on valid entries, 0 elsewhere
+    # var = c^2 * sum ((x - mean) / c)^2 / (n - 1), c = max |x - mean| when eps = 0, else c = 1.
+    c = centred.abs().amax() if eps == 0 else centred.new_ones(())
     c = torch.where(c > 0, c, 1.0)
     z = centred / c
     var_z = (z**2).sum() / (n - 1).clamp(min=1)  # var / c^2 (Bessel)
-    # (x - mean) / sqrt(var + eps) = z / sqrt(var / c^2 + eps / c^2); eps / c / c is 0 or large, never NaN
-    den = var_z + eps / c / c
-    return (z * torch.where(den > 0, torch.rsqrt(den), 0.0)).to(x.dtype)  # 0 when constant (z = 0)
+    out = z * torch.rsqrt(var_z + eps / c / c)  # (x - mean) / sqrt(var + eps)
+    return torch.where(constant, 0.0, out).to(x.dtype)  # no spread: exactly 0 (not 0 * inf)
 
 
 # ----------------------------------------------------------------------------------------------
