@@ -14,7 +14,12 @@ The estimators are registered by name in :data:`ESTIMATORS` so the trainer, a no
 the command line picks one with a string::
 
     adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=1.0, lam=0.95)
-    adv, ret = compute_advantages("grpo", rewards=r, mask=m, group_ids=g)
+    adv, ret = compute_advantages("grpo", rewards=r, mask=m, group_ids=g)   # ret is None
+
+Each returns ``(advantages, returns)``. The rule for ``returns``: an estimator returns the critic's
+regression targets only when it computed them from a critic (``"gae"``); every critic-free
+estimator (``"grpo"``, ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``) returns
+``None``, and a trainer that fits a critic anyway computes :func:`discounted_returns` itself.
 
 References
 
@@ -53,9 +58,11 @@ __all__ = [
     "list_estimators",
     "ESTIMATORS",
     "GROUP_METHODS",
+    "DEAD_TOL",
 ]
 
 GROUP_METHODS = ("grpo", "dr_grpo", "rloo")
+DEAD_TOL = 1e-8  # a group whose scores span at most this is dead (see dead_groups)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -64,21 +71,31 @@ GROUP_METHODS = ("grpo", "dr_grpo", "rloo")
 
 
 def _check_discount(name: str, x: float) -> float:
-    if not isinstance(x, int | float) or not (0.0 <= float(x) <= 1.0):
-        raise ValueError(f"{name} must be a number in [0, 1], got {x!r}")
+    # bool is a subclass of int: gamma=True would silently mean gamma=1.
+    if isinstance(x, bool) or not isinstance(x, int | float) or not (0.0 <= float(x) <= 1.0):
+        raise ValueError(f"{name} must be a number in [0, 1] (not a bool), got {x!r}")
     return float(x)
 
 
 def _check_token_inputs(mask: torch.Tensor, **tensors: torch.Tensor) -> torch.Tensor:
-    """Check (B, T) float tensors and their mask; return the mask as a bool tensor."""
+    """Check (B, T) float tensors of one dtype and their mask; return the mask as a bool tensor."""
     for name, t in tensors.items():
         check_tensor(name, t, ndim=2)
         if not t.is_floating_point():
             raise ValueError(f"{name} must be a floating tensor, got dtype {t.dtype}; use .float()")
-    first = next(iter(tensors.values()))
+    (n0, first), *rest = tensors.items()
+    for name, t in rest:  # mixed dtypes would give outputs of two dtypes: refuse rather than guess
+        if t.dtype != first.dtype:
+            raise ValueError(f"{name} has dtype {t.dtype} but {n0} has dtype {first.dtype}; give them one "
+                             f"dtype, e.g. {name}.to({n0}.dtype)")
     check_mask(mask, like=first)
     check_same_shape(**tensors)
     return mask.bool()
+
+
+def _work_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float16/bfloat16 statistics are computed in float32 (then cast back), others in their own dtype."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 # ----------------------------------------------------------------------------------------------
@@ -170,34 +187,7 @@ def gae(
 # ----------------------------------------------------------------------------------------------
 
 
-def group_advantages(
-    scores: torch.Tensor,
-    group_ids: torch.Tensor,
-    method: str = "grpo",
-    eps: float = 1e-6,
-) -> torch.Tensor:
-    """One advantage per response, relative to the other responses to the same prompt.
-
-    For response i in group g with n_g members, scores s:
-
-    * ``"grpo"``:    A_i = (s_i - mean_g) / (std_g + eps), std with Bessel's correction (n_g - 1),
-      as in DeepSeekMath and TRL's ``GRPOTrainer`` (``torch.std`` is unbiased by default).
-    * ``"dr_grpo"``: A_i = s_i - mean_g (Dr.GRPO: no std division, so no difficulty bias).
-    * ``"rloo"``:    A_i = s_i - mean of the *other* n_g - 1 scores = n_g / (n_g - 1) (s_i - mean_g).
-
-    Members of a group need not be adjacent in the batch. A group whose scores are all equal gets
-    advantage 0 for every member under all three methods (no learning signal; see the
-    "zero-std fraction" in the GRPO chapter).
-
-    Args:
-        scores: (B,) float, one scalar reward per response.
-        group_ids: (B,) integer ids; responses to the same prompt share an id.
-        method: one of ``"grpo"``, ``"dr_grpo"``, ``"rloo"``.
-        eps: added to the std before dividing (``"grpo"`` only).
-
-    Returns:
-        (B,) advantages.
-    """
+def _check_groups(scores: torch.Tensor, group_ids: torch.Tensor) -> None:
     check_tensor("scores", scores, ndim=1)
     if not scores.is_floating_point():
         raise ValueError(f"scores must be a floating tensor, got dtype {scores.dtype}; use .float()")
@@ -209,42 +199,119 @@ def group_advantages(
     if group_ids.shape != scores.shape:
         raise ValueError(f"group_ids has shape {tuple(group_ids.shape)} but scores has shape "
                          f"{tuple(scores.shape)}; give one group id per response")
-    check_choice("group method", method, GROUP_METHODS)
-    if not eps >= 0:
-        raise ValueError(f"eps must be >= 0, got {eps!r}")
 
+
+def _check_nonneg(name: str, x: float) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not (0.0 <= float(x) < math.inf):
+        raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
+    return float(x)
+
+
+def _group_ranges(x: torch.Tensor, group_ids: torch.Tensor):
+    """``(inv, counts, g_min, g_max)`` of scores ``x`` (B,) grouped by ``group_ids``: the group
+    index of each row (B,), the group sizes and each group's smallest and largest score
+    (n_groups,), groups in the sorted order of their ids."""
     _, inv, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
+    k = len(counts)
+    g_min = x.new_full((k,), math.inf).scatter_reduce(0, inv, x, "amin")
+    g_max = x.new_full((k,), -math.inf).scatter_reduce(0, inv, x, "amax")
+    return inv, counts, g_min, g_max
+
+
+def group_advantages(
+    scores: torch.Tensor,
+    group_ids: torch.Tensor,
+    method: str = "grpo",
+    eps: float = 1e-6,
+    tol: float = DEAD_TOL,
+) -> torch.Tensor:
+    """One advantage per response, relative to the other responses to the same prompt.
+
+    For response i in group g with n_g members, scores s:
+
+    * ``"grpo"``:    A_i = (s_i - mean_g) / (std_g + eps), std with Bessel's correction (n_g - 1),
+      as in DeepSeekMath and TRL's ``GRPOTrainer`` (``torch.std`` is unbiased by default).
+    * ``"dr_grpo"``: A_i = s_i - mean_g (Dr.GRPO: no std division, so no difficulty bias).
+    * ``"rloo"``:    A_i = s_i - mean of the *other* n_g - 1 scores = n_g / (n_g - 1) (s_i - mean_g).
+
+    Members of a group need not be adjacent in the batch.
+
+    **Dead groups.** A group is *dead* when its scores are equal: max_g - min_g <= ``tol``
+    (exact equality when ``tol=0``), the test of :func:`dead_groups`. Every member of a dead group
+    gets advantage exactly 0, under every method and in every dtype (no learning signal; see the
+    "zero-std fraction" in the GRPO chapter). The formulas alone do not give that: the float
+    mean of 16 copies of -3.7 is not -3.7 in float32, so s_i - mean_g is ~1e-7, std_g is ~1e-7,
+    and GRPO would hand every member the same advantage 0.32. So dead groups are set to 0
+    explicitly, with the very test of :func:`dead_groups`: the two never disagree.
+
+    Deviations (numerics only): float16/bfloat16 scores are processed in float32 and the result
+    cast back. With ``eps=0`` std_g is computed with the group's max |s_i - mean_g| factored out,
+    so a live group always has std_g > 0 and nothing divides by zero (|A_i| <= sqrt(n_g - 1)).
+
+    Args:
+        scores: (B,) float, one scalar reward per response.
+        group_ids: (B,) integer ids; responses to the same prompt share an id.
+        method: one of ``"grpo"``, ``"dr_grpo"``, ``"rloo"``.
+        eps: added to the std before dividing (``"grpo"`` only), >= 0.
+        tol: groups whose scores span at most ``tol`` are dead (advantage 0); >= 0.
+
+    Returns:
+        (B,) advantages, in the dtype of ``scores``.
+    """
+    _check_groups(scores, group_ids)
+    check_choice("group method", method, GROUP_METHODS)
+    eps = _check_nonneg("eps", eps)
+    tol = _check_nonneg("tol", tol)
+
+    x = scores.to(_work_dtype(scores.dtype))
+    inv, counts, g_min, g_max = _group_ranges(x, group_ids)
     if (counts < 2).any():
         lonely = torch.unique(group_ids)[counts < 2][:5].tolist()
         raise ValueError(f"groups {lonely} have a single member; a group-relative baseline needs at "
                          "least 2 responses per prompt (group size G >= 2)")
-    n = counts.to(scores.dtype)  # (n_groups,)
-    total = scores.new_zeros(len(counts)).index_add(0, inv, scores)  # sum of scores per group
-    mean = total / n  # mean_g
-    centred = scores - mean[inv]  # s_i - mean_g
+    dead = (g_max - g_min <= tol)[inv]  # (B,) the row's group is dead (same test as dead_groups)
+    zeros = x.new_zeros(len(counts))
+    n = counts.to(x.dtype)  # n_g, (n_groups,)
+    total = zeros.index_add(0, inv, x)  # sum_g s
+    centred = x - (total / n)[inv]  # s_i - mean_g (~1e-7, not 0, in an all-equal group of -3.7)
     if method == "dr_grpo":
-        return centred
-    if method == "rloo":
+        a = centred
+    elif method == "rloo":
         # s_i - (sum_g - s_i) / (n_g - 1)  ==  n_g / (n_g - 1) * (s_i - mean_g)
-        return scores - (total[inv] - scores) / (n[inv] - 1)
-    var = scores.new_zeros(len(counts)).index_add(0, inv, centred**2) / (n - 1)  # Bessel
-    std = var.sqrt()
-    return centred / (std[inv] + eps)
+        a = x - (total[inv] - x) / (n[inv] - 1)
+    else:
+        # Bessel std_g = c_g * sqrt(sum_g ((s - mean_g) / c_g)^2 / (n_g - 1)). With eps = 0, c_g is the
+        # group's largest |s - mean_g| so that the squares cannot underflow to std_g = 0 in a live
+        # group; otherwise c_g = 1 (the textbook formula).
+        c = zeros.scatter_reduce(0, inv, centred.abs(), "amax") if eps == 0 else zeros + 1.0
+        c = torch.where(c > 0, c, 1.0)
+        z = centred / c[inv]
+        std = c * (zeros.index_add(0, inv, z**2) / (n - 1)).sqrt()  # std_g
+        a = centred / (std[inv] + eps)  # (s_i - mean_g) / (std_g + eps); 0/0 only in dead groups
+    a = torch.where(dead, 0.0, a).to(scores.dtype)  # a dead group carries no signal: exactly 0
+    if not torch.isfinite(a).all():
+        raise ValueError(f"group advantages overflow {scores.dtype}: the scores span more than it can hold "
+                         f"(min {scores.min().item():.3g}, max {scores.max().item():.3g}); rescale the rewards")
+    return a
 
 
-def dead_groups(scores: torch.Tensor, group_ids: torch.Tensor, tol: float = 1e-8):
-    """Which groups have all-equal scores, so every group-relative advantage in them is 0.
+def dead_groups(scores: torch.Tensor, group_ids: torch.Tensor, tol: float = DEAD_TOL):
+    """Which groups have all-equal scores, so every group-relative advantage in them is exactly 0.
+
+    A group is dead when max_g - min_g <= ``tol`` (``tol=0``: exact equality). This is the very test
+    :func:`group_advantages` applies (with the same ``tol``) before setting those advantages to 0,
+    so a group is called dead if and only if it carries no signal. A group of one member is dead.
 
     Returns ``(dead, inv, counts)``: ``dead`` (n_groups,) bool over the distinct ids in sorted order,
     ``inv`` (B,) the group index of each row and ``counts`` (n_groups,) the group sizes (as
-    ``torch.unique(..., return_inverse=True, return_counts=True)``). Groups are dead when
-    max - min of their scores is below ``tol``. The trainer's dynamic sampling drops them; the token
-    collector's refill (``rltutor.lm.LMCollector(max_draws=...)``) replaces them.
+    ``torch.unique(..., return_inverse=True, return_counts=True)``). The trainer's dynamic sampling
+    drops dead groups; the token collector's refill (``rltutor.lm.LMCollector(max_draws=...)``)
+    replaces them.
     """
-    _, inv, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
-    g_max = torch.full((len(counts),), -math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amax")
-    g_min = torch.full((len(counts),), math.inf, device=scores.device).scatter_reduce(0, inv, scores, "amin")
-    return (g_max - g_min).abs() < tol, inv, counts
+    _check_groups(scores, group_ids)
+    tol = _check_nonneg("tol", tol)
+    inv, counts, g_min, g_max = _group_ranges(scores.to(_work_dtype(scores.dtype)), group_ids)
+    return g_max - g_min <= tol, inv, counts
 
 
 def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -254,30 +321,49 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
     result has masked mean 0 and masked variance 1 (up to ``eps``), and is 0 where ``mask`` is 0.
     Unlike verl's ``compute_gae_advantage_return`` nothing calls this implicitly: the trainer's
     ``norm_adv`` option or the ``"reinforce_pp"`` estimator applies it, in plain sight.
+
+    Edge cases, never NaN: a constant input (all valid entries equal) and a single valid entry
+    whiten to exactly 0 (there is no spread to scale; the float mean of equal numbers need not equal
+    them, so the formula alone would amplify rounding noise by 1/sqrt(eps)). ``eps=0`` is allowed.
+    A mask with no valid entry raises. Numerics as in :func:`group_advantages`: float16/bfloat16
+    are processed in float32, and with ``eps=0`` the largest |x - mean| is factored out of the
+    variance so that it cannot underflow to 0.
     """
     check_tensor("x", x)
     if not x.is_floating_point():
         raise ValueError(f"x must be a floating tensor, got dtype {x.dtype}")
     check_mask(mask, like=x)
-    m = mask.to(x.dtype)
-    n = m.sum()
-    if n < 2:
-        raise ValueError(f"whiten needs at least 2 valid entries, got {int(n)}; check the mask")
-    mean = (x * m).sum() / n
-    var = (((x - mean) * m) ** 2).sum() / (n - 1)
-    return (x - mean) * torch.rsqrt(var + eps) * m
+    eps = _check_nonneg("eps", eps)
+    valid = mask.bool()
+    n = valid.sum()
+    if n == 0:
+        raise ValueError("whiten got a mask with no valid entry; there is nothing to whiten (check the mask)")
+    w = x.to(_work_dtype(x.dtype))
+    constant = torch.where(valid, w, -math.inf).amax() == torch.where(valid, w, math.inf).amin()
+    mean = torch.where(valid, w, 0.0).sum() / n
+    centred = torch.where(valid, w - mean, 0.0)  # x - mean on valid entries, 0 elsewhere
+    # var = c^2 * sum ((x - mean) / c)^2 / (n - 1), c = max |x - mean| when eps = 0, else c = 1.
+    c = centred.abs().amax() if eps == 0 else centred.new_ones(())
+    c = torch.where(c > 0, c, 1.0)
+    z = centred / c
+    var_z = (z**2).sum() / (n - 1).clamp(min=1)  # var / c^2 (Bessel)
+    out = z * torch.rsqrt(var_z + eps / c / c)  # (x - mean) / sqrt(var + eps)
+    return torch.where(constant, 0.0, out).to(x.dtype)  # no spread: exactly 0 (not 0 * inf)
 
 
 # ----------------------------------------------------------------------------------------------
 # The registry: one entry point for the trainer
 # ----------------------------------------------------------------------------------------------
 
-Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor]]
+Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 ESTIMATORS: dict[str, Estimator] = {}
 
 
 def register_estimator(name: str) -> Callable[[Estimator], Estimator]:
-    """Register ``fn(*, rewards, mask, values, group_ids, gamma, lam, eps) -> (adv, returns)``."""
+    """Register ``fn(*, rewards, mask, values, group_ids, gamma, lam, eps) -> (adv, returns)``.
+
+    ``returns`` is the (B, T) critic target when the estimator used ``values``, else None.
+    """
     return register_in(ESTIMATORS, name, "an advantage estimator named")
 
 
@@ -307,10 +393,11 @@ def _group_estimator(method: str) -> Estimator:
                              "G >= 2 responses per prompt and pass their group ids")
         a = group_advantages(_row_scores(rewards, mask), group_ids, method=method, eps=eps)
         advantages = a[:, None] * mask.to(rewards.dtype)  # the same A_i on every token of row i
-        return advantages, discounted_returns(rewards, mask, gamma)
+        return advantages, None  # critic-free: no critic target
 
     estimator.__name__ = f"_{method}_estimator"
-    estimator.__doc__ = f"Outcome advantage by group_advantages(method={method!r}), broadcast to tokens."
+    estimator.__doc__ = (f"Outcome advantage by group_advantages(method={method!r}), broadcast to tokens; "
+                         "returns None (no critic).")
     return estimator
 
 
@@ -320,9 +407,12 @@ for _method in GROUP_METHODS:
 
 @register_estimator("reinforce")
 def _reinforce_estimator(*, rewards, mask, values, group_ids, gamma, lam, eps):
-    """Plain REINFORCE: the advantage is the discounted return-to-go, no baseline."""
-    ret = discounted_returns(rewards, mask, gamma)
-    return ret, ret
+    """Plain REINFORCE: the advantage is the discounted return-to-go, no baseline; returns None.
+
+    The return-to-go *is* the advantage here, so it is returned once, as the advantage: a critic
+    target would be the same tensor, and no critic reads it.
+    """
+    return discounted_returns(rewards, mask, gamma), None
 
 
 @register_estimator("reinforce_pp")
@@ -330,10 +420,10 @@ def _reinforce_pp_estimator(*, rewards, mask, values, group_ids, gamma, lam, eps
     """REINFORCE++: token-level return-to-go whitened over the whole batch (Hu 2025).
 
     The per-token KL penalty of the paper enters through ``rewards`` (the trainer's
-    ``kl_in_reward`` option); this function only computes returns and whitens them.
+    ``kl_in_reward`` option); this function only computes returns and whitens them. Critic-free,
+    so it returns None as the critic target (the unwhitened returns are ``discounted_returns``).
     """
-    ret = discounted_returns(rewards, mask, gamma)
-    return whiten(ret, mask), ret
+    return whiten(discounted_returns(rewards, mask, gamma), mask), None
 
 
 def compute_advantages(
@@ -346,7 +436,7 @@ def compute_advantages(
     gamma: float = 1.0,
     lam: float = 1.0,
     eps: float = 1e-6,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Token-level advantages and returns by estimator name.
 
     Args:
@@ -359,8 +449,11 @@ def compute_advantages(
         eps: the std offset of ``"grpo"``.
 
     Returns:
-        ``(advantages, returns)``, both (B, T); advantages are 0 where ``mask`` is 0. ``returns``
-        are the critic's regression targets (GAE returns, or discounted returns for the others).
+        ``(advantages, returns)``. ``advantages`` is (B, T), 0 where ``mask`` is 0. ``returns`` is
+        the critic's (B, T) regression target from an estimator that uses a critic (``"gae"``:
+        advantages + values), and None from every critic-free estimator (``"grpo"``,
+        ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``): nothing there reads it;
+        a trainer that fits a critic alongside computes :func:`discounted_returns` itself.
     """
     check_choice("advantage estimator", name, ESTIMATORS)
     return ESTIMATORS[name](rewards=rewards, mask=mask, values=values, group_ids=group_ids,

@@ -28,11 +28,13 @@ References
   reference code (sign-aware clipping in log space).
 * CISPO: MiniMax, *MiniMax-M1*, arXiv:2506.13585 (2025), eq. 4-5.
 * KL estimators k1, k2, k3: J. Schulman, *Approximating KL Divergence* (2020 blog note);
-  k3 is the estimator of DeepSeekMath eq. 4.
+  k3 is the estimator of DeepSeekMath eq. 4. Their gradients as losses: Tang & Munos, *On a Few
+  Pitfalls in KL Divergence Gradient Estimation for RL*, arXiv:2506.09477 (2025).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -50,10 +52,12 @@ __all__ = [
     "POLICY_LOSSES",
     "AGG_MODES",
     "KL_KINDS",
+    "K3_MAX_LOG_RATIO",
 ]
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 KL_KINDS = ("k1", "k2", "k3")
+K3_MAX_LOG_RATIO = 20.0  # k3 clamps log(pi_ref / pi) to this before exp (10 in float16), see kl_penalty
 
 
 def _check_float(name: str, t) -> torch.Tensor:
@@ -61,6 +65,14 @@ def _check_float(name: str, t) -> torch.Tensor:
     if not t.is_floating_point():
         raise ValueError(f"{name} must be a floating tensor of shape (B, T), got dtype {t.dtype}")
     return t
+
+
+def _check_number(name: str, x, low: float, high: float = math.inf) -> float:
+    """``x`` must be a real number in [low, high]: not a bool, not NaN, not inf."""
+    if isinstance(x, bool) or not isinstance(x, int | float) or not (math.isfinite(x) and low <= x <= high):
+        span = f"in [{low:g}, {high:g}]" if high < math.inf else f">= {low:g}"
+        raise ValueError(f"{name} must be a finite number {span}, got {x!r}")
+    return float(x)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -73,20 +85,24 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> 
 
     With ``dim=None`` the mean is over all valid entries (a mask with none raises). With a
     ``dim``, each slice is averaged over its own valid entries; a slice with none gives 0.
+    Masked entries do not matter, even NaN or inf (they are selected away, not multiplied by 0).
     """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise ValueError(f"x must be a floating torch.Tensor, got {getattr(x, 'dtype', type(x).__name__)}")
     check_mask(mask, like=x)
     return _masked_mean(x, mask.to(x.dtype), dim)
 
 
 def _masked_mean(x: torch.Tensor, m: torch.Tensor, dim: int | None = None) -> torch.Tensor:
     """:func:`masked_mean` on a float mask already checked (the trainer's hot path)."""
+    x = torch.where(m > 0, x, 0.0)  # not x * m: NaN * 0 is NaN
     if dim is None:
         n = m.sum()
         if n == 0:
             raise ValueError("masked_mean over an all-zero mask: there is nothing to average; "
                              "check that the batch contains valid tokens")
-        return (x * m).sum() / n
-    return (x * m).sum(dim) / m.sum(dim).clamp(min=1.0)
+        return x.sum() / n
+    return x.sum(dim) / m.sum(dim).clamp(min=1.0)
 
 
 def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean",
@@ -106,11 +122,28 @@ def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mea
     answer is penalized less per token than a short one (the length bias of the Dr.GRPO paper).
     verl's original ``seq-mean-token-sum-norm`` sums over rows instead of averaging; that differs
     by the constant factor B.
+
+    ``loss_mat`` must be a floating (B, T) tensor and ``mask`` a 0/1 tensor of its shape. Masked
+    entries do not matter, whatever they hold, NaN and inf included: they are selected away with
+    ``torch.where`` (multiplying by the mask would turn a masked NaN into a NaN loss), and their
+    gradient is 0. A NaN or inf at a *valid* entry raises, naming the first one.
     """
     check_choice("aggregation mode", mode, AGG_MODES)
+    if not isinstance(loss_mat, torch.Tensor) or loss_mat.dim() != 2:
+        raise ValueError("loss_mat must be a (B, T) torch.Tensor, got "
+                         f"{type(loss_mat).__name__} of shape {tuple(getattr(loss_mat, 'shape', ()))}; "
+                         "give one loss per token (reshape a flat loss to (B, T))")
+    if not loss_mat.is_floating_point():
+        raise ValueError(f"loss_mat must be a floating tensor, got dtype {loss_mat.dtype}; use .float()")
     check_mask(mask, like=loss_mat)
-    if norm is not None and not float(norm) > 0:
-        raise ValueError(f"norm must be > 0, got {norm!r}")
+    if norm is not None:
+        if isinstance(norm, bool) or not isinstance(norm, int | float) or not 0.0 < norm < math.inf:
+            raise ValueError(f"norm must be a finite number > 0 (a token count such as T), got {norm!r}")
+    valid = mask.bool()
+    if not torch.isfinite(torch.where(valid, loss_mat.detach(), 0.0)).all():
+        bad = (valid & ~torch.isfinite(loss_mat.detach())).nonzero()[0].tolist()
+        raise ValueError(f"loss_mat holds NaN or inf at a valid (mask 1) entry, first at {bad}; check the "
+                         "upstream loss (masked entries may hold anything)")
     return _aggregate(loss_mat, mask.to(loss_mat.dtype), mode, norm)
 
 
@@ -120,7 +153,7 @@ def _aggregate(loss_mat: torch.Tensor, m: torch.Tensor, mode: str, norm: float |
         return _masked_mean(loss_mat, m)
     lengths = m.sum(dim=-1)  # |o_i|
     rows = lengths > 0
-    seq_sum = (loss_mat * m).sum(dim=-1)  # sum_t m L, (B,)
+    seq_sum = torch.where(m > 0, loss_mat, 0.0).sum(dim=-1)  # sum_t m L, (B,); where: a masked NaN stays out
     if mode == "seq-mean-token-mean":
         per_seq = seq_sum / lengths.clamp(min=1.0)
     elif mode == "seq-mean-token-sum":
@@ -265,15 +298,15 @@ def policy_loss(
     check_choice("policy loss kind", kind, POLICY_LOSSES)
     if agg is not None:
         check_choice("aggregation mode", agg, AGG_MODES)
-    if clip_low < 0 or (kind != "gmpo" and clip_low > 1.0):
-        raise ValueError(f"clip_low must be in [0, 1] (1 removes the lower bound), got {clip_low!r}")
-    if clip_high < 0:
-        raise ValueError(f"clip_high must be >= 0, got {clip_high!r}")
+    # NaN fails every comparison, so a plain `clip_low < 0` test would let it through and clamp()
+    # would then silently produce NaN losses: each bound must be a finite, non-bool number.
+    clip_low = _check_number("clip_low", clip_low, 0.0, 1.0 if kind != "gmpo" else math.inf)  # 1: no lower bound
+    clip_high = _check_number("clip_high", clip_high, 0.0)
     if dual_clip is not None:
         if kind != "ppo":
             raise ValueError(f"dual_clip applies to kind='ppo' only, got kind={kind!r}")
-        if not dual_clip > 1.0:
-            raise ValueError(f"dual_clip must be > 1 (e.g. 3.0), got {dual_clip!r}")
+        if isinstance(dual_clip, bool) or not isinstance(dual_clip, int | float) or not 1.0 < dual_clip < math.inf:
+            raise ValueError(f"dual_clip must be > 1 and finite (e.g. 3.0), got {dual_clip!r}")
 
     # Masked positions may hold anything finite (padding): zero them first so that no large value
     # there can overflow exp() and leak NaN into the loss or its gradient.
@@ -358,14 +391,44 @@ def value_loss(
 
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
-    """Per-token estimate of KL(pi_theta || pi_ref) from samples of pi_theta.
+    """Per-token KL estimators k1, k2, k3 between pi_theta and pi_ref, at tokens sampled from pi_theta.
 
-    With x = ref_logp - logp = log(pi_ref / pi_theta) at the sampled token:
+    With r = pi_ref(o_t) / pi_theta(o_t) at the sampled token, log r = ``ref_logp - logp``:
 
-    * ``"k1"``: logp - ref_logp = -x. Unbiased, but a single sample can be negative.
-    * ``"k2"``: 1/2 (logp - ref_logp)^2. Biased, >= 0, low variance.
-    * ``"k3"``: exp(x) - x - 1. Unbiased and >= 0 (DeepSeekMath eq. 4). As a *loss* its gradient is
-      not the gradient of the KL off-policy; see the KL section of the GRPO family chapter.
+    * ``"k1"``: log(pi_theta / pi_ref) = -log r.
+    * ``"k2"``: 1/2 (log r)^2, >= 0.
+    * ``"k3"``: (r - 1) - log r, >= 0 (the estimator of DeepSeekMath eq. 4).
+
+    Two different uses, two different answers (Tang & Munos 2025, arXiv:2506.09477):
+
+    1. **As an estimate of the value** KL(pi_theta || pi_ref) = E_{o ~ pi_theta}[log(pi_theta / pi_ref)]
+       (for logging, or as a penalty subtracted from the reward): k1 and k3 are unbiased (k3 adds
+       r - 1, whose mean under pi_theta is 0, which makes every sample >= 0 and lowers the variance);
+       k2 is biased (close to the KL only when the two policies are close).
+    2. **As a loss** added to the objective and differentiated through ``logp`` at the sampled
+       tokens (the sampling itself is not differentiated), the *expected gradient* on-policy is
+       sum_o pi(o) grad k(o) = E[g(o) grad log pi_theta(o)] with g the factor below:
+
+       * k1: g = 1, and E[grad log pi_theta] = sum_o grad pi_theta(o) = 0. No gradient at all on
+         average: k1 in the loss only adds noise.
+       * k2: g = log(pi_theta / pi_ref), the expected gradient is grad KL(pi_theta || pi_ref): the
+         reverse KL, usually the one intended.
+       * k3: g = 1 - r, the expected gradient is sum_o (pi_theta - pi_ref)(o) grad log pi_theta(o)
+         = grad KL(pi_ref || pi_theta): the gradient of the *forward* KL, not of the KL whose value
+         k3 estimates. GRPO's k3-in-the-loss thus pulls toward covering pi_ref's mass.
+
+       Two more caveats. A per-token loss sum_t k(o_t) differentiates each token's own term only:
+       it misses how o_t changes the distributions of the later tokens, which the gradient of the
+       sequence-level KL includes (future log-ratios weighting grad log pi_theta(o_t)). Off-policy
+       (tokens sampled by pi_old, as after the first PPO epoch) each term also needs the importance
+       weight pi_theta / pi_old. ``tests/test_losses.py`` checks the three expected gradients
+       exactly on a small categorical distribution.
+
+    k3 is computed with log r clamped to at most :data:`K3_MAX_LOG_RATIO` (20; 10 in float16, whose
+    largest number is 65504) before exp, so finite log-probabilities never give inf (unclamped,
+    float32 overflows once pi_ref / pi_theta > e^88, and the trainer's ``kl * mask`` would turn that
+    inf into NaN). Beyond the cap the value stays at e^20 - 21 ~ 4.9e8 and the token's gradient is 0;
+    k3 is then biased, but only by tokens pi_theta gives less than e^-20 of pi_ref's probability.
 
     Elementwise on (B, T); mask it with :func:`aggregate`.
     """
@@ -374,8 +437,9 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> 
     check_same_shape(logp=logp, ref_logp=ref_logp)
     check_choice("KL estimator", kind, KL_KINDS)
     if kind == "k1":
-        return logp - ref_logp
+        return logp - ref_logp  # -log r
     if kind == "k2":
-        return 0.5 * (logp - ref_logp) ** 2
-    x = ref_logp - logp
-    return torch.exp(x) - x - 1.0
+        return 0.5 * (logp - ref_logp) ** 2  # 1/2 (log r)^2
+    cap = K3_MAX_LOG_RATIO if logp.dtype != torch.float16 else 10.0
+    x = (ref_logp - logp).clamp(max=cap)  # log r, capped so that exp cannot overflow
+    return torch.exp(x) - x - 1.0  # (r - 1) - log r

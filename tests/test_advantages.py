@@ -148,7 +148,7 @@ def test_registry_estimators_and_broadcast():
         adv, ret = compute_advantages(name, rewards=r, mask=m, group_ids=gids)
         a = group_advantages((r * m).sum(1), gids, method=name)
         torch.testing.assert_close(adv, a[:, None] * m)
-        torch.testing.assert_close(ret, discounted_returns(r, m, 1.0))
+        assert ret is None  # critic-free: no critic target (was: discounted returns nothing read)
     adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=0.9, lam=0.8)
     torch.testing.assert_close(adv, gae(r, v, m, 0.9, 0.8)[0])
     adv, _ = compute_advantages("reinforce", rewards=r, mask=m, gamma=0.9)
@@ -283,3 +283,145 @@ def test_dead_groups_finds_all_equal_groups_whatever_the_order():
     assert dead.tolist() == [True, True, False]  # groups 2, 4, 9 in sorted order
     assert counts.tolist() == [2, 3, 2] and inv.tolist() == [1, 0, 1, 0, 2, 2, 1]
     assert dead_groups(torch.tensor([0.0, 1e-9]), torch.tensor([0, 0]))[0].tolist() == [True]  # below tol
+
+
+# ----------------------------------------------------------------------------------------------
+# Dead groups: equal scores give exactly zero advantage, in every dtype, for every method
+# ----------------------------------------------------------------------------------------------
+
+ALL_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+METHODS = ["grpo", "dr_grpo", "rloo"]
+
+
+def test_equal_rewards_not_representable_in_float32_give_zero_advantage():
+    # Regression: 16 copies of -3.7 used to give A = 0.319 to every member (the float mean is not
+    # -3.7), and fractional rewards k/L up to 0.106, while dead_groups called the group dead.
+    gids = torch.zeros(16, dtype=torch.long)
+    for dtype in ALL_DTYPES:
+        for value in [-3.7, 0.1, 1 / 3, 2 / 7, 5 / 11, 1e4 + 0.1]:
+            s = torch.full((16,), value, dtype=dtype)
+            assert dead_groups(s, gids)[0].tolist() == [True]
+            for method in METHODS:
+                for eps in (0.0, 1e-6):
+                    a = group_advantages(s, gids, method=method, eps=eps)
+                    assert a.dtype == dtype and torch.equal(a, torch.zeros_like(a)), (dtype, value, method, eps)
+                    r, m = s[:, None], torch.ones(16, 1)
+                    adv, _ = compute_advantages(method, rewards=r, mask=m, group_ids=gids, eps=eps)
+                    assert torch.equal(adv, torch.zeros_like(adv))
+
+
+@st.composite
+def grouped_scores(draw):
+    """Groups of random size, some all-equal, some spread by a tiny offset, some random."""
+    dtype = draw(st.sampled_from(ALL_DTYPES))
+    big = 1e4 if dtype == torch.float16 else 1e6  # rloo's n/(n-1) (s - mean) stays below float16's max 65504
+    n_groups = draw(st.integers(1, 4))
+    scores, gids = [], []
+    for k in range(n_groups):
+        G = draw(st.integers(2, 20))
+        kind = draw(st.sampled_from(["equal", "tiny", "random"]))
+        base = draw(st.floats(-big, big, width=32))
+        if kind == "equal":
+            vals = [base] * G
+        elif kind == "tiny":
+            vals = [base + draw(st.sampled_from([0.0, 1e-9, 1e-7, 1e-3])) * j for j in range(G)]
+        else:
+            vals = [draw(st.floats(-big, big, width=32)) for _ in range(G)]
+        scores += vals
+        gids += [3 * k + 1] * G  # ids not contiguous
+    perm = draw(st.permutations(range(len(scores))))
+    s = torch.tensor([scores[i] for i in perm], dtype=torch.float64).to(dtype)
+    return s, torch.tensor([gids[i] for i in perm]), dtype
+
+
+@settings(max_examples=150, deadline=None)
+@given(grouped_scores(), st.sampled_from(METHODS), st.sampled_from([0.0, 1e-6, 1e-2]),
+       st.sampled_from([0.0, 1e-8, 1e-3]))
+def test_advantage_is_zero_exactly_in_the_groups_dead_groups_calls_dead(args, method, eps, tol):
+    s, gids, dtype = args
+    dead, inv, _ = dead_groups(s, gids, tol=tol)
+    a = group_advantages(s, gids, method=method, eps=eps, tol=tol)
+    assert a.dtype == dtype and torch.isfinite(a).all()
+    for k in range(len(dead)):
+        members = a[inv == k]
+        all_zero = bool((members == 0).all())
+        assert all_zero == bool(dead[k]), (k, s[inv == k].tolist(), members.tolist())
+    # the dead test is exact equality when tol = 0
+    if tol == 0.0:
+        for k in range(len(dead)):
+            vals = s[inv == k]
+            assert bool(dead[k]) == bool((vals == vals[0]).all())
+
+
+@settings(max_examples=100, deadline=None)
+@given(grouped_scores())
+def test_grpo_with_eps_zero_is_finite_and_bounded(args):
+    s, gids, dtype = args
+    a = group_advantages(s, gids, method="grpo", eps=0.0).double()
+    _, inv, counts = dead_groups(s, gids)
+    assert torch.isfinite(a).all()
+    # |s_i - mean| <= sqrt(sum_j (s_j - mean)^2) gives |A_i| <= sqrt(n_g - 1) when eps = 0
+    bound = (counts[inv].double() - 1).sqrt()
+    slack = 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-5
+    assert (a.abs() <= bound * (1 + slack)).all()
+
+
+def test_dead_groups_accepts_every_float_dtype_and_checks_inputs():
+    gids = torch.tensor([0, 0, 1, 1])
+    for dtype in ALL_DTYPES:
+        s = torch.tensor([1.0, 1.0, 0.0, 1.0], dtype=dtype)
+        assert dead_groups(s, gids)[0].tolist() == [True, False]
+        assert dead_groups(s, gids, tol=0.0)[0].tolist() == [True, False]
+    with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
+        dead_groups(torch.ones(4), gids, tol=float("nan"))
+    with pytest.raises(ValueError, match="group_ids must be integers"):
+        dead_groups(torch.ones(4), gids.float())
+    with pytest.raises(ValueError, match="scores must be a floating tensor"):
+        dead_groups(torch.ones(4, dtype=torch.long), gids)
+    with pytest.raises(ValueError, match="eps must be a finite number >= 0"):
+        group_advantages(torch.ones(4), gids, eps=float("nan"))
+    with pytest.raises(ValueError, match="overflow torch.float16.*rescale the rewards"):  # 1.2e5 > 65504
+        group_advantages(torch.tensor([6e4, -6e4], dtype=torch.float16), gids[:2], method="rloo")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(ALL_DTYPES), st.floats(-6e4, 6e4, width=32), st.integers(1, 12), st.integers(0, 10_000),
+       st.sampled_from([0.0, 1e-8]))
+def test_whiten_constant_or_single_entry_is_exactly_zero(dtype, value, n_valid, seed, eps):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(3, 6, generator=g, dtype=torch.float64).mul(1e3).to(dtype)  # junk where masked
+    valid = torch.zeros(18, dtype=torch.bool)
+    valid[torch.randperm(18, generator=g)[:n_valid]] = True
+    valid = valid.reshape(3, 6)
+    x = torch.where(valid, torch.tensor(value, dtype=dtype), x)
+    w = whiten(x, valid.to(dtype), eps=eps)
+    assert w.dtype == dtype and torch.equal(w, torch.zeros_like(w))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(ALL_DTYPES), st.integers(2, 12), st.integers(0, 10_000), st.sampled_from([0.0, 1e-8]),
+       st.sampled_from([1e-30, 1e-6, 1.0, 1e4]))
+def test_whiten_with_eps_zero_is_finite_and_unit_variance(dtype, n_valid, seed, eps, scale):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(3, 6, generator=g, dtype=torch.float64) * scale
+    m = torch.zeros(18)
+    m[torch.randperm(18, generator=g)[:n_valid]] = 1
+    m = m.reshape(3, 6)
+    x = x.to(dtype)
+    if x[m.bool()].unique().numel() < 2:  # rounded to a constant: covered above
+        return
+    w = whiten(x, m, eps=eps)
+    assert torch.isfinite(w).all() and (w[m == 0] == 0).all()
+    v = w[m.bool()].double()
+    if eps == 0.0 or scale >= 1.0:
+        assert abs(v.var(unbiased=True).item() - 1.0) < (2e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4)
+
+
+def test_only_critic_estimators_return_critic_targets():
+    r, v, m = random_batch(B=4, T=5, seed=6)
+    gids = torch.tensor([0, 0, 1, 1])
+    for name in ("grpo", "dr_grpo", "rloo", "reinforce", "reinforce_pp"):
+        adv, ret = compute_advantages(name, rewards=r, mask=m, group_ids=gids, gamma=0.9)
+        assert ret is None and adv.shape == r.shape, name
+    adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=0.9, lam=0.8)
+    torch.testing.assert_close(ret, adv + v)

@@ -11,6 +11,8 @@ from hypothesis import given, settings
 
 from rltutor.losses import (
     AGG_MODES,
+    K3_MAX_LOG_RATIO,
+    KL_KINDS,
     aggregate,
     kl_penalty,
     list_policy_losses,
@@ -276,3 +278,55 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="value clip"):
         value_loss(adv, adv, adv, m, clip=0.0)
     assert set(list_policy_losses()) >= {"ppo", "gspo", "gmpo", "cispo", "reinforce"}
+
+
+# ----------------------------------------------------------------------------------------------
+# KL estimators: unbiased values, and which KL each one's gradient follows when used as a loss
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kl_estimators_as_losses_follow_different_kls(seed):
+    # A categorical pi = softmax(theta) over 6 actions and a fixed pi_ref. For an estimator k used as
+    # a loss at a sample a ~ pi (differentiated through log pi(a), the sample held fixed), the expected
+    # gradient is sum_a pi(a) grad k(a): the gradient of sum_a sg(pi(a)) k(a), computed exactly here.
+    g = torch.Generator().manual_seed(seed)
+    theta = torch.randn(6, generator=g, dtype=torch.float64).requires_grad_(True)
+    ref_logp = torch.randn(6, generator=g, dtype=torch.float64).log_softmax(0)
+    logp = theta.log_softmax(0)
+    pi, pi_ref = logp.exp(), ref_logp.exp()
+    reverse_kl = (pi * (logp - ref_logp)).sum()  # KL(pi || pi_ref)
+    forward_kl = (pi_ref * (ref_logp - logp)).sum()  # KL(pi_ref || pi)
+    (grad_reverse,) = torch.autograd.grad(reverse_kl, theta, retain_graph=True)
+    (grad_forward,) = torch.autograd.grad(forward_kl, theta, retain_graph=True)
+    expected_grad, expected_value = {}, {}
+    for kind in KL_KINDS:
+        k = kl_penalty(logp[None], ref_logp[None], kind)[0]  # k(a) for every action a, (6,)
+        expected_value[kind] = float((pi * k).sum().detach())  # E_{a~pi}[k(a)]
+        (expected_grad[kind],) = torch.autograd.grad((pi.detach() * k).sum(), theta, retain_graph=True)
+
+    # As values: k1 and k3 are unbiased estimates of KL(pi || pi_ref); k2 is not.
+    assert expected_value["k1"] == pytest.approx(reverse_kl.item(), rel=1e-12)
+    assert expected_value["k3"] == pytest.approx(reverse_kl.item(), rel=1e-12)
+    assert expected_value["k2"] != pytest.approx(reverse_kl.item(), rel=1e-3)
+    # As losses: k1 gives no gradient, k2 the reverse KL's, k3 the forward KL's (not the reverse's).
+    torch.testing.assert_close(expected_grad["k1"], torch.zeros(6, dtype=torch.float64), atol=1e-14, rtol=0)
+    torch.testing.assert_close(expected_grad["k2"], grad_reverse, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(expected_grad["k3"], grad_forward, atol=1e-12, rtol=1e-10)
+    assert (expected_grad["k3"] - grad_reverse).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_k3_is_finite_for_any_finite_log_probs(dtype):
+    logp = torch.tensor([[-200.0, -100.0, -30.0, -5.0, 0.0, -6.0]], dtype=dtype)
+    ref = torch.tensor([[0.0, -1.0, -1.0, -5.0, -300.0, -1.0]], dtype=dtype)
+    k3 = kl_penalty(logp, ref, "k3")
+    assert k3.dtype == dtype and torch.isfinite(k3).all() and (k3 >= 0).all()
+    cap = K3_MAX_LOG_RATIO if dtype != torch.float16 else 10.0
+    assert k3[0, 0].item() == pytest.approx(math.exp(cap) - cap - 1, rel=1e-2)  # log r = 200: capped
+    assert k3[0, 3].item() == 0.0  # equal log-probs: zero
+    lp = logp.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(kl_penalty(lp, ref, "k3").sum(), lp)
+    assert torch.isfinite(grad).all() and grad[0, 0] == 0  # beyond the cap the gradient is 0
+    if dtype == torch.float64:  # below the cap (log r = 5) nothing changes
+        assert k3[0, 5].item() == pytest.approx(math.exp(5.0) - 5.0 - 1)
