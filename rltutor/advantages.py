@@ -305,7 +305,7 @@ def dead_groups(scores: torch.Tensor, group_ids: torch.Tensor, tol: float = DEAD
     Returns ``(dead, inv, counts)``: ``dead`` (n_groups,) bool over the distinct ids in sorted order,
     ``inv`` (B,) the group index of each row and ``counts`` (n_groups,) the group sizes (as
     ``torch.unique(..., return_inverse=True, return_counts=True)``). The trainer's dynamic sampling
-    drops dead groups; the token collector's refill (``rltutor.lm.LMCollector(max_draws=...)``)
+    drops dead groups; the token collector's refill (``rltutor.rollout.tokens.LMCollector(max_draws=...)``)
     replaces them.
     """
     _check_groups(scores, group_ids)

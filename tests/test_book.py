@@ -22,6 +22,14 @@ What is checked, page by page:
    MathJax (which typesets math whose TeX source is in the page, readable without it) and
    require.js with the Jupyter-widgets embed manager (used only by live ipywidgets views; every
    chapter also draws its default figure as a static image).
+8. every internal reference resolves: a relative link points at a page (or file) that exists in the
+   build and, where it names an anchor, at an element with that id; no Sphinx cross-reference is
+   left unresolved (an ``xref`` of the ``std`` domain outside a link, or a ``problematic`` node);
+9. every entry of ``book/references.bib`` has a ``url`` or an arXiv ``eprint``, and every entry of
+   the rendered references page carries a link, so a reader can find each cited work.
+
+One test here is *not* marked ``book``: the private list of practitioners' questions the authors work
+from is not part of the book, so no notebook, book page or package file may name it.
 """
 
 from __future__ import annotations
@@ -29,10 +37,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
-pytestmark = pytest.mark.book
+book = pytest.mark.book
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -42,6 +51,7 @@ ALLOWED_REMOTE_SCRIPTS = (
     "https://cdnjs.cloudflare.com/ajax/libs/require.js/",  # loader for widget views
     "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@",  # live ipywidgets views only
 )
+PRIVATE_LIST = "READER_" + "QUESTIONS"  # split so that this file does not match its own grep
 ERROR_PATTERNS = re.compile(r"Traceback \(most recent call last\)|^\s*[A-Z][A-Za-z]*Error: ", re.M)
 
 
@@ -102,17 +112,20 @@ def _notebook_pages(pages):
     return {n: s for n, s in pages.items() if n.startswith("notebooks/")}
 
 
+@book
 def test_every_toc_page_rendered(html_dir):
     missing = [n for n in _toc_docnames() if not (html_dir / f"{n}.html").is_file()]
     assert not missing, f"pages listed in _toc.yml but not rendered: {missing}"
 
 
+@book
 def test_every_notebook_has_a_page(html_dir):
     assert NOTEBOOKS, "notebooks/ holds no .ipynb"
     missing = [nb.name for nb in NOTEBOOKS if not (html_dir / "notebooks" / f"{nb.stem}.html").is_file()]
     assert not missing, f"notebooks without a rendered page (check the glob in _toc.yml): {missing}"
 
 
+@book
 def test_no_error_output(pages):
     bad = {}
     for name, soup in pages.items():
@@ -128,6 +141,7 @@ def test_no_error_output(pages):
     assert not bad, f"error output in rendered pages: {bad}"
 
 
+@book
 def test_notebook_pages_are_executed_and_have_figures(html_dir, pages):
     nb_pages = _notebook_pages(pages)
     assert nb_pages, "no notebook pages in the toc"
@@ -140,6 +154,7 @@ def test_notebook_pages_are_executed_and_have_figures(html_dir, pages):
         assert figures or svgs or plotly, f"{name}: no figure (img, svg or plotly) in any cell output"
 
 
+@book
 def test_colab_launch_link_on_notebook_pages(pages):
     for name, soup in _notebook_pages(pages).items():
         want = f"{COLAB}{name}.ipynb"
@@ -147,6 +162,7 @@ def test_colab_launch_link_on_notebook_pages(pages):
         assert want in hrefs, f"{name}: no Colab launch link {want}"
 
 
+@book
 def test_intro_states_grpo_expansion(pages):
     text = " ".join(pages["book/intro"].get_text(" ").split())
     assert "Group Relative Policy Optimization" in text
@@ -154,6 +170,7 @@ def test_intro_states_grpo_expansion(pages):
     assert "Shao" in text
 
 
+@book
 def test_wrong_grpo_expansion_only_quoted_as_wrong(pages):
     for name, soup in pages.items():
         text = " ".join(soup.get_text(" ").split())
@@ -164,6 +181,7 @@ def test_wrong_grpo_expansion_only_quoted_as_wrong(pages):
                 "wrong; GRPO is Group Relative Policy Optimization (Shao et al. 2024)")
 
 
+@book
 def test_core_content_does_not_need_a_cdn(html_dir, pages):
     problems = []
     for name, soup in pages.items():
@@ -184,6 +202,7 @@ def test_core_content_does_not_need_a_cdn(html_dir, pages):
     assert not problems, "\n".join(problems)
 
 
+@book
 def test_math_source_is_in_the_page(pages):
     # MathJax typesets in the browser; the TeX must be in the HTML (readable if the CDN is unreachable)
     intro = pages["book/intro"]
@@ -192,6 +211,7 @@ def test_math_source_is_in_the_page(pages):
     assert any("\\pi_\\theta" in m.get_text() for m in maths)
 
 
+@book
 def test_citations_resolve(pages):
     intro = pages["book/intro"]
     text = intro.get_text(" ")
@@ -200,7 +220,9 @@ def test_citations_resolve(pages):
     assert len(cites) >= 5, "the intro's citations do not link into the references page"
 
 
+@book
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+@book
 def test_notebook_conventions(nb_path):
     """Committed without outputs; the first code cell installs rltutor on Colab only (DESIGN.md)."""
     import json
@@ -218,6 +240,7 @@ def test_notebook_conventions(nb_path):
         f"{nb_path.name}: the first cell must be the chapter's '# Title' markdown cell, above the install cell")
 
 
+@book
 def test_every_notebook_installs_rltutor_the_same_way():
     import json
 
@@ -227,3 +250,83 @@ def test_every_notebook_installs_rltutor_the_same_way():
     for name, src in firsts.items():
         variants.setdefault(src, []).append(name)
     assert len(variants) == 1, f"the notebooks' install cells differ: {list(variants.values())}"
+
+
+def _anchors(path: Path, cache: dict) -> set[str]:
+    if path not in cache:
+        soup = _soup(path)
+        ids = {t["id"] for t in soup.find_all(id=True)}
+        cache[path] = ids | {t["name"] for t in soup.find_all("a", attrs={"name": True})}
+    return cache[path]
+
+
+@book
+def test_internal_references_resolve(html_dir, pages):
+    anchors: dict = {}
+    problems = []
+    for name, soup in pages.items():
+        page = html_dir / f"{name}.html"
+        for a in soup.find_all("a", href=True):
+            href = a["href"]
+            parts = urlsplit(href)
+            if parts.scheme or href.startswith("//"):
+                continue  # external (http, https, mailto, javascript): not checked, nothing is fetched
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                problems.append(f"{name}: link to a missing page {href!r} ({a.get_text(' ', strip=True)[:60]!r})")
+            elif (parts.fragment and target.suffix == ".html"
+                  and unquote(parts.fragment) not in _anchors(target, anchors)):
+                problems.append(f"{name}: link to a missing anchor {href!r} ({a.get_text(' ', strip=True)[:60]!r})")
+        # Sphinx renders an unresolved std-domain reference ({ref}, {doc}, {term}) as an xref outside a
+        # link; docutils marks unresolved references and citations as "problematic". (Python-domain
+        # roles of rltutor are rendered as plain code on purpose, see nitpick_ignore_regex.)
+        for node in soup.select(".xref.std"):
+            if node.find_parent("a") is None:
+                problems.append(f"{name}: unresolved reference {node.get_text(' ', strip=True)!r}")
+        for node in soup.select(".problematic"):
+            problems.append(f"{name}: problematic node {node.get_text(' ', strip=True)[:80]!r}")
+    assert not problems, "\n".join(problems)
+
+
+def _bib_entries() -> dict[str, dict[str, str]]:
+    """Entries of book/references.bib as {key: {field: value}} (a small parser: enough for this file)."""
+    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    entries = {}
+    for m in re.finditer(r"@\w+\s*\{\s*([^,\s]+)\s*,(.*?)\n\}", text, re.S):
+        fields = dict((k.lower(), v.strip()) for k, v in re.findall(r"^\s*(\w+)\s*=\s*(.+?),?\s*$", m.group(2), re.M))
+        entries[m.group(1)] = fields
+    return entries
+
+
+@book
+def test_every_citation_can_be_found(pages):
+    entries = _bib_entries()
+    assert entries, "no entries parsed from book/references.bib"
+    missing = [k for k, f in entries.items()
+               if "url" not in f and not ("eprint" in f and "arxiv" in f.get("archiveprefix", "arxiv").lower())]
+    assert not missing, (f"bib entries without a url or an arXiv eprint: {missing}; add the address where "
+                         "a reader finds the work (or its arXiv id)")
+    refs = pages["book/references"]
+    items = refs.select('[role="doc-biblioentry"], .citation')
+    assert items, "the references page lists no entries"
+    unlinked = [" ".join(i.get_text(" ").split())[:80] for i in items
+                if not any(a["href"].startswith(("http://", "https://")) for a in i.find_all("a", href=True))
+                and "arxiv" not in i.get_text(" ").lower()]
+    assert not unlinked, f"rendered references without a link or an arXiv id: {unlinked}"
+
+
+def test_private_question_list_is_not_cited():
+    """The authors' private list of practitioners' questions is not in the book; nothing may point at it."""
+    hits = []
+    for folder, patterns in (("notebooks", ("*.ipynb",)), ("book", ("*.md", "*.bib")), ("rltutor", ("*.py",))):
+        for pattern in patterns:
+            for path in sorted((ROOT / folder).rglob(pattern)):
+                if ".ipynb_checkpoints" in path.parts:
+                    continue
+                for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                    if PRIVATE_LIST in line:
+                        hits.append(f"{path.relative_to(ROOT)}:{i}")
+    assert not hits, (f"{PRIVATE_LIST} is a private list, not part of the book; answer the question in "
+                      f"place instead of pointing at it: {hits}")

@@ -17,7 +17,7 @@ termination; (3) smaller groups beat larger ones. Here:
 * discount ablation: PPO with a few gammas at the longest horizon. (Our GRPO scores each episode by its
   undiscounted return, so gamma does not change its advantages; see the chapter.)
 
-Every run is one :class:`rltutor.train.Trainer` from :func:`rltutor.train.make_config` (the public API;
+Every run is one :class:`rltutor.train.Trainer` from :func:`rltutor.config.make_config` (the public API;
 nothing here changes the trainer). Runs are independent, so they go to a
 ``concurrent.futures.ProcessPoolExecutor`` (``--executor process``, default), a Ray cluster
 (``--executor ray``; ``pip install "rltutor[ray]"``, imported only then) or run one after another in

@@ -8,7 +8,7 @@ Two additions for RL:
 
 * a **KV cache** (:class:`KVCache`): when sampling, each new token attends to the keys and values
   already computed for the tokens before it, so a step costs one token's forward pass, not a pass
-  over the whole prefix (see ``rltutor.lm.sample``);
+  over the whole prefix (see ``rltutor.models.lm_policy.sample``);
 * an optional **value head** (``GPTConfig.value_head``): a linear map from the last hidden state to a
   scalar V(s_t), the critic of token-level PPO sharing the policy's trunk. The other choice, a
   separate critic of the same size, is simply a second ``TinyGPT`` (see ``rltutor.models.lm_policy.LMPolicy``).
