@@ -230,7 +230,8 @@ def group_advantages(
     For response i in group g with n_g members, scores s:
 
     * ``"grpo"``:    A_i = (s_i - mean_g) / (std_g + eps), std with Bessel's correction (n_g - 1),
-      as in DeepSeekMath and TRL's ``GRPOTrainer`` (``torch.std`` is unbiased by default).
+      as verl's ``compute_grpo_outcome_advantage`` and TRL's ``GRPOTrainer`` compute it (``torch.std``
+      is unbiased by default); DeepSeekMath does not say which std it uses.
     * ``"dr_grpo"``: A_i = s_i - mean_g (Dr.GRPO: no std division, so no difficulty bias).
     * ``"rloo"``:    A_i = s_i - mean of the *other* n_g - 1 scores = n_g / (n_g - 1) (s_i - mean_g).
 
