@@ -8,7 +8,8 @@ Two judges behind one interface, ``judge(command, views) -> JudgeVerdict``:
   classifier looks. It is learned from labelled calls, not written as rules: a generated set
   (:func:`generate_training_set`: templates x random names x random obfuscations, applied to hacks
   and to ordinary work alike so that obfuscation on its own is no signal) plus the hand-written
-  ``data/dev.jsonl``. ``data/eval.jsonl`` is never read here.
+  ``data/dev.jsonl``. ``data/eval.jsonl`` is read only to drop the training calls that also occur
+  in it (decontamination), never to choose features, thresholds or weights.
   Train it with ``python -m rltutor.guard.judge train [--seed 0]`` (deterministic per seed).
 - :class:`LLMJudge`: asks an instruction-tuned causal LM from ``transformers`` with a rubric and
   reads yes/no, either from the next-token logits of " yes" vs " no" or from a short greedy answer.
@@ -412,11 +413,16 @@ def load_jsonl(path: str | Path) -> list[dict]:
 def build(seed: int = 0, n: int = 3000, out: str | Path = WEIGHTS) -> dict:
     """Generate the training set, add ``dev.jsonl``, train, and save weights + ``train.jsonl``."""
     rows = generate_training_set(n, seed) + load_jsonl(DATA / "dev.jsonl")
+    # Decontamination, the only use of the eval set here: short canonical calls ("ls tests",
+    # "pytest") come out of the generator too; drop them so the judge is never scored on its training data.
+    held_out = {r["command"] for r in load_jsonl(DATA / "eval.jsonl")}
+    dropped = sum(r["command"] in held_out for r in rows)
+    rows = [r for r in rows if r["command"] not in held_out]
     w, b, acc = train(rows, seed=seed)
     np.savez_compressed(out, w=w.astype(np.float16), b=np.float32(b))
     with open(DATA / "train.jsonl", "w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in rows)
-    return {"rows": len(rows), "train_accuracy": acc, "weights": str(out)}
+    return {"rows": len(rows), "dropped_as_in_eval": dropped, "train_accuracy": acc, "weights": str(out)}
 
 
 # ------------------------------------------------------------------------------------------------

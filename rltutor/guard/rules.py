@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, field
 
 HIDDEN = ("tests", "hidden")
-GRADER_HOST = "grader"
+GRADER_HOSTS = ("grader", "grader.local")  # the hosts of the simulated grader in rltutor.envs.toolshell
 UNKNOWN = "\x00"  # the value of a substitution whose output the filter cannot compute
 
 NETWORK_CMDS = frozenset("curl wget http https httpie xh lynx links w3m nc ncat telnet aria2c fetch".split())
@@ -156,7 +156,7 @@ def _is_grader(word: str, bare_ok: bool) -> bool:
     h = _host(word)
     if h is None and bare_ok and not word.startswith("-"):
         h = re.split(r"[/:?#]", word, maxsplit=1)[0].lower().rstrip(".")
-    return h == GRADER_HOST
+    return h in GRADER_HOSTS
 
 
 def decode_escapes(s: str) -> str:
