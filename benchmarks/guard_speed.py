@@ -44,7 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
     a = ap.parse_args()
-    guard = Guard.default()
+    guard = Guard.default(cache_size=0)  # no cache: every call is parsed from scratch
     print(f"CPU: {cpu_model()}; torch {torch.__version__}; cpu capability {torch.backends.cpu.get_cpu_capability()}")
     print(f"threads: {torch.get_num_threads()}; python {platform.python_version()}")
     # (1) the calls an agent in rltutor.envs.toolshell types most: plain reads, searches, tests,
