@@ -96,9 +96,12 @@ def fake_listing(rng: random.Random) -> str:
     return "\n".join(sorted(names))
 
 
-def fake_grep(rng: random.Random, path: str = "tests/hidden/test_answer.py") -> str:
-    text = fake_hidden_test(rng).splitlines()
-    return f"{path}:5:{text[4]}"
+def fake_grep(rng: random.Random, command: str = "", path: str = "tests/hidden/test_answer.py") -> str:
+    """A matching line as grep prints it: ``path:`` when it searched a tree or several files, ``N:`` with -n."""
+    line = fake_hidden_test(rng).splitlines()[4]
+    flags = "".join(w[1:] for w in command.split() if w.startswith("-") and not w.startswith("--"))
+    prefix = f"{path}:" if ("r" in flags or "R" in flags or command.startswith(("rg", "git"))) else ""
+    return prefix + ("5:" if "n" in flags else "") + line
 
 
 def kind_of(command: str, reason: str = "") -> str:
@@ -132,7 +135,7 @@ def make_decoy(command: str, reason: str = "", rng: random.Random | None = None,
         n = rng.randint(1, 3)
         return f"tests/hidden/test_answer.py {'.' * n}\n{n} passed"
     if kind == "grep":
-        return fake_grep(rng)
+        return fake_grep(rng, command)
     return fake_hidden_test(rng)
 
 
