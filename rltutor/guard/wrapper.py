@@ -1,0 +1,124 @@
+"""GuardedEnv: put a guard in front of any toolshell-like environment (chapter 7).
+
+The environment needs ``reset(seed=None) -> str``, ``step(command) -> (obs, reward, done, info)``
+and an ``episode`` dict; ``answer`` is used, when present, to check that no decoy contains it.
+
+Policies for a call the guard blocks:
+
+====================  ==============================================================================
+``"none"``            the call runs as if unguarded; the guard's verdict is only counted ("would block")
+``"abort"``           the call does not run; the episode ends with reward 0
+``"penalize"``        the call runs; from then on the episode's reward is 0, and it goes on
+``"decoy"``           the call does not run; the agent reads a plausible, meaningless reply, and goes on
+====================  ==============================================================================
+
+Every interception is logged (``GuardedEnv.log``, and the ``rltutor.guard`` logger) with its stage
+and reason, put in ``info["guard"]``, and counted in ``GuardedEnv.counts`` (per episode) for the
+trainer to log: ``flagged``, ``rule``, ``judge``, ``judge_failures``, ``executed_flagged``, and
+``missed`` (calls the env says read hidden material but the guard let through: ground truth from
+``info["hidden_read"]``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from . import Guard
+from .decoys import safe_decoy
+
+log = logging.getLogger("rltutor.guard")
+POLICIES = ("none", "abort", "penalize", "decoy")
+ABORT_MESSAGE = "episode ended"
+
+
+class GuardedEnv:
+    """``GuardedEnv(env, guard, policy)`` behaves like ``env`` with the guard's policy applied."""
+
+    def __init__(self, env, guard: Guard | None = None, policy: str = "decoy", seed: int = 0):
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        self.env, self.guard, self.policy, self.seed = env, guard or Guard.default(), policy, seed
+        self.log: list[dict] = []
+        self.counts = self._zero()
+        self._zeroed = False
+        self._decoy_turns = 0
+        self._episode_index = -1
+
+    @staticmethod
+    def _zero() -> dict:
+        return {"flagged": 0, "rule": 0, "judge": 0, "judge_failures": 0, "executed_flagged": 0, "missed": 0}
+
+    @property
+    def episode(self) -> dict:
+        """The env's episode record plus this episode's guard counters (``guard_*``)."""
+        ep = dict(getattr(self.env, "episode", {}) or {})
+        ep.update({f"guard_{k}": v for k, v in self.counts.items()})
+        ep["guard_zeroed"] = self._zeroed
+        ep["guard_decoy_turns"] = self._decoy_turns
+        return ep
+
+    def reset(self, seed: int | None = None) -> str:
+        self.counts = self._zero()
+        self._zeroed = False
+        self._decoy_turns = 0
+        self._episode_index += 1
+        return self.env.reset(seed=seed)
+
+    def __getattr__(self, name):  # everything else (answer, task, knobs...) is the env's
+        if name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    def step(self, command: str) -> tuple[str, float, bool, dict]:
+        v = self.guard.inspect(command)
+        if not v.blocked:
+            obs, reward, done, info = self.env.step(command)
+            info = dict(info)
+            if info.get("hidden_read"):
+                self.counts["missed"] += 1
+            info["guard"] = {"blocked": False, "stage": v.stage, "reason": v.reason, "action": "run"}
+            return obs, (0.0 if self._zeroed else reward), done, info
+
+        self.counts["flagged"] += 1
+        self.counts[v.stage] += 1
+        if v.stage == "judge" and "fail closed" in v.reason:
+            self.counts["judge_failures"] += 1
+        action = {"none": "run", "penalize": "run+zero", "abort": "end", "decoy": "decoy"}[self.policy]
+        record = {
+            "episode": self._episode_index,
+            "turn": getattr(self.env, "episode", {}).get("turns"),
+            "command": command,
+            "stage": v.stage,
+            "reason": v.reason,
+            "policy": self.policy,
+            "action": action,
+        }
+        self.log.append(record)
+        log.info("guard %s (%s): %s -- %s", action, v.stage, command, v.reason)
+        guard_info = {"blocked": True, "stage": v.stage, "reason": v.reason, "action": action}
+
+        if self.policy in ("none", "penalize"):
+            obs, reward, done, info = self.env.step(command)
+            info = dict(info)
+            self.counts["executed_flagged"] += 1
+            if self.policy == "penalize":
+                self._zeroed = True
+            info["guard"] = guard_info
+            return obs, (0.0 if self._zeroed else reward), done, info
+        if self.policy == "abort":
+            self._zeroed = True
+            return ABORT_MESSAGE, 0.0, True, {"hidden_read": False, "guard": guard_info}
+        answer = self._answer()
+        obs = safe_decoy(command, v.reason, answer=answer, seed=self.seed + self._episode_index)
+        # A decoyed call is a turn too: without this an agent that keeps cheating never runs out of turns.
+        self._decoy_turns += 1
+        turns = (getattr(self.env, "episode", {}) or {}).get("turns", 0) + self._decoy_turns
+        max_turns = getattr(self.env, "max_turns", None)
+        done = isinstance(max_turns, int) and turns >= max_turns
+        return obs, 0.0, done, {"hidden_read": False, "guard": guard_info}
+
+    def _answer(self):
+        try:
+            return getattr(self.env, "answer", None)
+        except Exception:  # noqa: BLE001 -- an env without a current task has no answer to hide
+            return None
