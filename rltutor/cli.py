@@ -112,9 +112,17 @@ def _list(args) -> int:
     return 0
 
 
+def _guard(args) -> int:
+    from rltutor.guard import Guard
+
+    v = Guard.default().inspect(args.command_text)
+    print(f"{'blocked' if v.blocked else 'allowed'} (stage: {v.stage or '-'}): {v.reason}")
+    return 1 if v.blocked else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rltutor", description="rltutor: RL for language models, small enough to read.")
-    sub = p.add_subparsers(dest="command", metavar="{train,list}")
+    sub = p.add_subparsers(dest="command", metavar="{train,list,guard}")
     t = sub.add_parser("train", help="train a policy with one of the registered algorithms")
     t.add_argument("--algo", default="ppo", help="a preset: ppo, grpo, dr_grpo, dapo, rloo... (rltutor list)")
     t.add_argument("--env", default=None, help="environment name, e.g. CartPole-v1, Acrobot-v1, corridor")
@@ -139,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=_train)
     ls = sub.add_parser("list", help="list algorithms, environments, estimators and losses")
     ls.set_defaults(func=_list)
+    g = sub.add_parser("guard", help="inspect one tool call with the reward-hack guard (exit 0 allowed, 1 blocked)")
+    g.add_argument("command_text", metavar="COMMAND", help='a toolshell call, e.g. "cat tests/hidden/test_a.py"')
+    g.set_defaults(func=_guard)
     return p
 
 

@@ -99,3 +99,10 @@ def test_a_language_model_run_checkpoints_and_resumes_exactly(tmp_path):
     assert len(resumed) > len(first)
     cols = ["env_steps", "episode_return", "policy_loss", "entropy"]
     pd.testing.assert_frame_equal(resumed[cols], uninterrupted[cols])
+
+
+def test_guard_command_exit_codes(capsys):
+    assert main(["guard", "cat tests/hidden/test_answer.py"]) == 1
+    assert "blocked" in capsys.readouterr().out
+    assert main(["guard", "cat src/config.py"]) == 0
+    assert "allowed" in capsys.readouterr().out
