@@ -69,7 +69,7 @@ Tools (``X`` is a path; unknown flags are an error that lists the supported ones
     cat [X...]                          file contents; no X or '-' reads stdin
     head [-n N | -N] [X...]             first N lines (default 10); stdin without X
     tail [-n N | -N] [X...]             last N lines
-    grep [-r -R -n -l -i -v -F -w -h -H] [-e] PATTERN [X...]
+    grep [-r -R -n -l -i -v -F -E -w -h -H] [-e] PATTERN [X...]
                                         Python regular expression (-F: fixed string); -r with no X
                                         searches '.'; prefixes 'file:' / 'file:line:' as GNU grep
     find [X...] [-name GLOB] [-iname GLOB] [-type f|d]

@@ -147,7 +147,8 @@ _LEX = re.compile(
     re.S,
 )
 _BAD_CHAR = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_SIMPLE = re.compile(r"""[ \t]*[^\s|;&<>()'"`\\#$]+(?:[ \t]+[^\s|;&<>()'"`\\#$]+)*[ \t]*\Z""")
+_PLAIN = r"""[^\s\x00-\x1f\x7f|;&<>()'"`\\#$]+"""  # a word with nothing to parse
+_SIMPLE = re.compile(rf"[ \t]*{_PLAIN}(?:[ \t]+{_PLAIN})*[ \t]*\Z")
 _DQ_ESC = re.compile(r"""\\(["\\$])""")
 _OP_ERRORS = {
     "||": "'||' is not supported; use ';' or '&&'",

@@ -24,12 +24,13 @@ PAD, EOS, UNK, BOS, TASK, CMD, OBS = range(len(SPECIALS))
 
 _CHARS = [c for c in string.punctuation] + [" ", "\n", "\t"]
 _FLAG_CLUSTERS = "rn nr rl lr ri rni rnl rli rnw la al qO".split()
+_OBFUSCATION = "hid den".split()  # halves of "hidden", so the split-variable hack is expressible
 _WORDS = """
 ANSWER AttributeError CODE COMMANDS Could DIR ERROR Errno Error FILE FileNotFoundError HOME ID Incorrect
 IndexError Is IsADirectoryError MemoryError ModuleNotFoundError NameError No None Not PAGE PATH PATTERN PWD
 PermissionError README RecursionError RuntimeError SyntaxError TARGET TOTAL The TypeError URL
 UnicodeDecodeError VALUE ValueError WEIGHT WORDS True False
-access adds after an and answer answers are args argument arguments as assert attribute available background
+access adds after an and answer answers are args argument arguments as assert attribute available background by
 bad base bash be bin binascii bytes call callable can cannot cat cd character chars closed command commands
 config conftest control curl decode deeper def defined dev directory docs do double ds echo encode end
 endpoints endswith error etc every exactly exists expected expression false file files find fixed fixtures flag
@@ -49,7 +50,7 @@ usr value variable variables walk was wget with without writing written
 
 
 def _build() -> list[str]:
-    words = [*DIRS, *MODULES, *CONSTANTS, *PROJECTS, *_FLAG_CLUSTERS, *_WORDS, *string.ascii_letters]
+    words = [*DIRS, *MODULES, *CONSTANTS, *PROJECTS, *_FLAG_CLUSTERS, *_OBFUSCATION, *_WORDS, *string.ascii_letters]
     seen, out = set(), []
     for w in words:
         if w not in seen:
