@@ -7,7 +7,8 @@ import base64
 import random
 import re
 
-from rltutor.envs.toolshell.shell import FileSystem, Shell
+from rltutor.envs.toolshell.fs import FileSystem
+from rltutor.envs.toolshell.shell import Shell
 from rltutor.envs.toolshell.tasks import HIDDEN_TEST, KINDS, Task, generate_task, network
 from rltutor.utils import check_choice
 

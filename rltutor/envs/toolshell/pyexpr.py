@@ -23,7 +23,7 @@ import ast
 import base64
 import binascii
 
-from rltutor.envs.toolshell.shell import MAX_PIPE_CHARS, Lines, normpath
+from rltutor.envs.toolshell.fs import MAX_PIPE_CHARS, Lines, normpath
 
 MAX_ITERATIONS = 1000
 MAX_VALUE_CHARS = 100_000

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from rltutor.envs.toolshell.shell import Lines
+from rltutor.envs.toolshell.fs import Lines
 
 DIRS = ["src", "lib", "core", "app", "pkg", "utils", "config", "tools"]
 MODULES = [
