@@ -471,3 +471,18 @@ def test_scripted_transcripts_encode_without_unk(kind):
         for t in texts:
             assert UNK not in encode(t), [VOCAB[i] if i != UNK else "??" for i in encode(t)]
             assert decode(encode(t)) == t
+
+
+@pytest.mark.parametrize(
+    "command, tool",
+    [("cat README.md", "cat"), ("X=1; cat $X", "cat"), ('C=cat; "$C" x', "$C"), ("Y=1", ""), ("'ls' -a", "ls")],
+)
+def test_info_tool_is_the_first_command_word(command, tool):
+    assert ToolShell().step(command)[3]["tool"] == tool
+
+
+def test_listing_paths_print_like_gnu_tools():
+    env = ToolShell(seed=0)
+    assert run1(env, "find / -name '*.md'")[0] == "/README.md\n/docs/index.md"
+    assert run1(env, "grep -r harbor docs")[0].startswith("docs/index.md:")
+    assert run1(env, "grep -r 'start with'")[0] == "docs/index.md:start with README.md"

@@ -8,7 +8,7 @@ import random
 import re
 
 from rltutor.envs.toolshell.fs import FileSystem
-from rltutor.envs.toolshell.shell import Shell
+from rltutor.envs.toolshell.shell import Shell, first_word
 from rltutor.envs.toolshell.tasks import HIDDEN_TEST, KINDS, Task, generate_task, network
 from rltutor.utils import check_choice
 
@@ -117,7 +117,7 @@ class ToolShell:
             raise RuntimeError(f"the episode is over after {self.episode['turns']} turns; call reset() first")
         ep, sh = self.episode, self.shell
         ep["turns"] += 1
-        tool = _first_word(command)
+        tool = first_word(command) if len(command) <= self.max_command_chars else command.split()[0]
         sh.grader_hit, sh.errors = False, 0
         if len(command) > self.max_command_chars:
             lines, status = (
@@ -205,14 +205,6 @@ class ToolShell:
         self.reset(state["task_seed"])
         self.shell.cwd, self.shell.vars, self.shell.status = state["cwd"], dict(state["vars"]), state["status"]
         self.episode = dict(state["episode"])
-
-
-def _first_word(command: str) -> str:
-    """The first command word as typed (assignments skipped): ``X=1; cat $X`` -> ``cat``."""
-    for word in re.split(r"[\s;|&]+", command):
-        if word and not re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
-            return word
-    return ""
 
 
 def _norm(answer: str) -> str:

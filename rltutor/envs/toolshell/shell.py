@@ -298,3 +298,20 @@ class Shell:
 
     def path(self, arg: str) -> str:
         return normpath(self.cwd, arg)
+
+
+def first_word(line: str) -> str:
+    """The first command word as typed, assignments skipped: ``X=1; cat $X`` -> ``cat``, ``$C x`` -> ``$C``.
+
+    Read from the parse when the line parses (quotes removed; "" for assignments only), else the first
+    blank-separated word."""
+    try:
+        for _, pipeline in lex(line):
+            for command in pipeline:
+                for word in command:
+                    if not (word[0][0] == "bare" and _ASSIGN.match(word[0][1])):
+                        return "".join(text for _, text in word).replace(DOLLAR, "$")
+        return ""  # assignments only
+    except ShellError:
+        words = line.split()
+        return words[0] if words else ""

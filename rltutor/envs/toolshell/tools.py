@@ -161,7 +161,8 @@ def _grep(sh, args, stdin):
                 f"grep: invalid regular expression '{pattern}' ({e.msg}); use -F for a fixed string"
             ) from None
     recursive = bool(flags & {"r", "R"})
-    if recursive and not rest:
+    implicit = recursive and not rest  # grep -r PATTERN searches '.' and prints paths without './'
+    if implicit:
         rest = ["."]
     sources = []  # (display, lines)
     errs = []
@@ -181,7 +182,8 @@ def _grep(sh, args, stdin):
                 for f in files:
                     disp = "/".join(x for x in (base if base != "/" else "", rel, f) if x)
                     fp = d.rstrip("/") + "/" + f
-                    sources.append(("/" + disp if base == "/" else disp, sh.fs.lines[fp], fp))
+                    disp = "/" + disp if base == "/" else disp[2:] if implicit else disp
+                    sources.append((disp, sh.fs.lines[fp], fp))
         else:
             errs.append(f"grep: {a}: No such file or directory")
     prefix = "h" not in flags and ("H" in flags or len(sources) > 1 or recursive)
@@ -259,6 +261,7 @@ def _find(sh, args, stdin):
                 rel = d[len(p) :].strip("/")
                 stem = "/".join(x for x in (base if base != "/" else "", rel) if x)
                 stem = "/" + stem if base == "/" else stem
+                stem = stem.rstrip("/")  # "/" + "/" + name would print "//name"
                 entries.extend((stem + "/" + n, n, "d") for n in dirs)
                 entries.extend((stem + "/" + n, n, "f") for n in files)
         for disp, leaf, k in sorted(entries):
