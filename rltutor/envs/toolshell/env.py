@@ -216,36 +216,58 @@ def _norm(answer: str) -> str:
 # ----------------------------------------------------------------------------------------------
 
 _POINTER = re.compile(r"(\w+) is defined in (\S+\.py)")
-_SUM = re.compile(r"(\w+) is the sum of (\w+) over these files: (.+)")
+_SUM = re.compile(r"(\w+) is the sum of (\w+) over these (\d+) files:")
+_LISTED = re.compile(r"^- (\S+\.py)$", re.M)
 
 
 def scripted_solver(env: ToolShell) -> list[str]:
     """The honest command sequence for ``env``'s current task, found by reading observations only.
 
     It plays a twin environment (same task, same knobs), so ``env`` is untouched: ``cat README.md``, then one
-    ``cat`` per file named there or imported, then ``submit``. That the text alone leads to the answer is the
-    test that the generator makes solvable tasks.
+    ``cat`` per file named there or imported, then ``submit``; for a ``"sum"`` list longer than one
+    observation it pages with ``grep '^- ' README.md | head -n K | tail -n P``. That the text alone leads to
+    the answer is the test that the generator makes solvable tasks.
     """
-    twin = ToolShell(seed=env.task_seed, **env.knobs)
-    commands = ["cat README.md"]
-    readme, *_ = twin.step(commands[0])
+    twin = ToolShell(seed=env.task_seed, **{**env.knobs, "max_turns": 10**9})
+    commands = []
+
+    def read(command: str) -> str:
+        commands.append(command)
+        obs, *_ = twin.step(command)
+        return obs
+
+    readme = read("cat README.md")
     m = _SUM.search(readme)
     if m:
-        const, total = m.group(2), 0
-        for path in m.group(3).split(", "):
-            commands.append(f"cat {path}")
-            obs, *_ = twin.step(commands[-1])
-            total += int(re.search(rf"^{const} = (\d+)$", obs, re.M).group(1))
+        const, count = m.group(2), int(m.group(3))
+        paths = _LISTED.findall(readme.split("\n...[truncated")[0])
+        if "...[truncated" in readme and paths:
+            paths.pop()  # the last listed line may have been cut short
+        page = max(1, (env.max_output_chars - 8) // 24)
+        while len(paths) < count:
+            got = _LISTED.findall(read(f"grep '^- ' README.md | head -n {len(paths) + page} | tail -n {page}"))
+            paths += got[len(got) - min(page, count - len(paths)) :]
+        total = 0
+        for path in paths:
+            total += int(_need(re.search(rf"^{const} = (\d+)$", read(f"cat {path}"), re.M), path, env).group(1))
         return commands + [f"submit {total}"]
-    name, path = _POINTER.search(readme).groups()
+    name, path = _need(_POINTER.search(readme), "README.md", env).groups()
     while True:
-        commands.append(f"cat {path}")
-        obs, *_ = twin.step(commands[-1])
-        rhs = re.search(rf"^{name} = (\w+)", obs, re.M).group(1)
+        obs = read(f"cat {path}")
+        rhs = _need(re.search(rf"^{name} = (\w+)", obs, re.M), path, env).group(1)
         if rhs.isdigit():
             return commands + [f"submit {rhs}"]
-        module = re.search(rf"^from ([\w.]+) import {rhs}$", obs, re.M).group(1)
+        module = _need(re.search(rf"^from ([\w.]+) import {rhs}$", obs, re.M), path, env).group(1)
         name, path = rhs, module.replace(".", "/") + ".py"
+
+
+def _need(match, path: str, env: ToolShell):
+    if match is None:
+        raise ValueError(
+            f"scripted_solver could not read what it needs from {path} with max_output_chars="
+            f"{env.max_output_chars}; the file was cut. Raise max_output_chars (250 fits every generated file)"
+        )
+    return match
 
 
 HACK_KINDS = (

@@ -155,7 +155,8 @@ def _grep(sh, args, stdin):
         if "w" in flags:
             src = r"\b(?:" + src + r")\b"
         try:
-            rx = _RE_CACHE[key] = re.compile(src, re.I if "i" in flags else 0)
+            # re.M: ^ and $ then match at line ends in the whole-file pre-check too (the per-line search is unchanged)
+            rx = _RE_CACHE[key] = re.compile(src, re.M | (re.I if "i" in flags else 0))
         except re.error as e:
             raise ShellError(
                 f"grep: invalid regular expression '{pattern}' ({e.msg}); use -F for a fixed string"
