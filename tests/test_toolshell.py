@@ -506,3 +506,16 @@ def test_listing_paths_print_like_gnu_tools():
     assert run1(env, "find / -name '*.md'")[0] == "/README.md\n/docs/index.md"
     assert run1(env, "grep -r harbor docs")[0].startswith("docs/index.md:")
     assert run1(env, "grep -r 'start with'")[0] == "docs/index.md:start with README.md"
+
+
+def test_speed_benchmark_runs_and_reports_the_cpu():
+    """A smoke run of benchmarks/toolshell_speed.py; the rate itself is not checked (noisy machines)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "toolshell_speed.py"
+    spec = importlib.util.spec_from_file_location("toolshell_speed", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    row = mod.main(["--calls", "200", "--repeats", "1"])
+    assert row["calls_per_s"] > 0 and row["cpu"] and row["cpu_capability"]
