@@ -83,7 +83,7 @@ def _wrap(fn):
 
 
 def _read_files(sh: Shell, name: str, args: list[str], stdin: Lines | None):
-    """Yield (display, lines) for each file argument (stdin when there is none); errors as (display, None)."""
+    """Yield (display, lines) for each file argument (stdin when there is none); an error as (display, message)."""
     if not args or args == ["-"]:
         yield "-", stdin or []
         return
