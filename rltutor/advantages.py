@@ -29,7 +29,7 @@ References
 * GRPO: Shao et al., *DeepSeekMath*, arXiv:2402.03300 (2024), sec. 4.1.2 (outcome supervision):
   A_i = (r_i - mean(r)) / std(r), shared by every token of response i.
 * Dr.GRPO: Liu et al., *Understanding R1-Zero-Like Training: A Critical Perspective*,
-  arXiv:2503.20783 (2025): drop the std division (and the 1/|o| length normalization, see
+  arXiv:2503.20783 (2025): drop the std division (and the 1/``|o|`` length normalization, see
   :func:`rltutor.losses.aggregate`).
 * RLOO: Ahmadian et al., *Back to Basics: Revisiting REINFORCE Style Optimization for Learning
   from Human Feedback in LLMs*, arXiv:2402.14740 (2024): baseline = mean reward of the other
@@ -246,8 +246,8 @@ def group_advantages(
     explicitly, with the very test of :func:`dead_groups`: the two never disagree.
 
     Deviations (numerics only): float16/bfloat16 scores are processed in float32 and the result
-    cast back. With ``eps=0`` std_g is computed with the group's max |s_i - mean_g| factored out,
-    so a live group always has std_g > 0 and nothing divides by zero (|A_i| <= sqrt(n_g - 1)).
+    cast back. With ``eps=0`` std_g is computed with the group's max ``|s_i - mean_g|`` factored out,
+    so a live group always has std_g > 0 and nothing divides by zero (``|A_i|`` <= sqrt(n_g - 1)).
 
     Args:
         scores: (B,) float, one scalar reward per response.
@@ -327,7 +327,7 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
     whiten to exactly 0 (there is no spread to scale; the float mean of equal numbers need not equal
     them, so the formula alone would amplify rounding noise by 1/sqrt(eps)). ``eps=0`` is allowed.
     A mask with no valid entry raises. Numerics as in :func:`group_advantages`: float16/bfloat16
-    are processed in float32, and with ``eps=0`` the largest |x - mean| is factored out of the
+    are processed in float32, and with ``eps=0`` the largest ``|x - mean|`` is factored out of the
     variance so that it cannot underflow to 0.
     """
     check_tensor("x", x)
@@ -358,6 +358,7 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
 
 Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 ESTIMATORS: dict[str, Estimator] = {}
+"""The registry of advantage estimators by name (:func:`register_estimator` adds one)."""
 
 
 def register_estimator(name: str) -> Callable[[Estimator], Estimator]:

@@ -269,6 +269,7 @@ ALGORITHMS: dict[str, dict] = {
     "reinforce_pp": dict(_GROUP, estimator="reinforce_pp", loss="ppo", group_size=1, num_groups=16,
                          agg="token-mean"),
 }
+"""The algorithm presets: each a named set of overrides of :class:`Config` (one loop, many presets)."""
 
 
 def list_algorithms() -> list[str]:

@@ -57,7 +57,8 @@ __all__ = [
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 KL_KINDS = ("k1", "k2", "k3")
-K3_MAX_LOG_RATIO = 20.0  # k3 clamps log(pi_ref / pi) to this before exp (10 in float16), see kl_penalty
+K3_MAX_LOG_RATIO = 20.0
+"""k3 clamps log(pi_ref / pi) to this before exp (10 in float16); see :func:`kl_penalty`."""
 
 
 def _check_float(name: str, t) -> torch.Tensor:
@@ -109,16 +110,16 @@ def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mea
               norm: float | None = None) -> torch.Tensor:
     """Reduce a (B, T) per-token loss to a scalar. The modes differ only in the normalizer.
 
-    With L_{i,t} the loss of token t of row i, m_{i,t} the mask, |o_i| = sum_t m_{i,t} and B' the
+    With L_{i,t} the loss of token t of row i, m_{i,t} the mask, ``|o_i|`` = sum_t m_{i,t} and B' the
     number of rows with at least one valid token:
 
-    * ``"token-mean"``:              sum_{i,t} m L / sum_i |o_i|   (DAPO: every token weighs the same)
-    * ``"seq-mean-token-mean"``:     (1/B') sum_i (1/|o_i|) sum_t m L   (GRPO as in DeepSeekMath)
+    * ``"token-mean"``:              sum_{i,t} m L / sum_i ``|o_i|``   (DAPO: every token weighs the same)
+    * ``"seq-mean-token-mean"``:     (1/B') sum_i (1/``|o_i|``) sum_t m L   (GRPO as in DeepSeekMath)
     * ``"seq-mean-token-sum"``:      (1/B') sum_i sum_t m L
     * ``"seq-mean-token-sum-norm"``: (1/B') sum_i (1/norm) sum_t m L, with ``norm`` a constant,
-      by default the padded length T (Dr.GRPO: no 1/|o_i|, so no length bias).
+      by default the padded length T (Dr.GRPO: no 1/``|o_i|``, so no length bias).
 
-    Under ``"seq-mean-token-mean"`` a long response's tokens each get weight 1/|o_i|: a long wrong
+    Under ``"seq-mean-token-mean"`` a long response's tokens each get weight 1/``|o_i|``: a long wrong
     answer is penalized less per token than a short one (the length bias of the Dr.GRPO paper).
     verl's original ``seq-mean-token-sum-norm`` sums over rows instead of averaging; that differs
     by the constant factor B.
@@ -172,6 +173,7 @@ def _aggregate(loss_mat: torch.Tensor, m: torch.Tensor, mode: str, norm: float |
 
 PolicyLossFn = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
 POLICY_LOSSES: dict[str, PolicyLossFn] = {}
+"""The registry of policy losses by name (:func:`register_policy_loss` adds one)."""
 
 
 def register_policy_loss(name: str) -> Callable[[PolicyLossFn], PolicyLossFn]:

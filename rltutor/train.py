@@ -316,6 +316,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
+        """Everything a resumed run needs: config, weights, optimizer, every random state, the history."""
         return {
             "format": CHECKPOINT_FORMAT,
             "config": self.config.to_dict(),

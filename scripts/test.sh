@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Install (idempotently) and run the whole test suite: lint, unit/property/integration tests, the
-# notebooks (nbval), then build the book and test the rendered pages.
+# Install (idempotently) and run the whole test suite: lint and format, unit/property/integration
+# tests, the learning tests again under PyTorch's default CPU kernels, every notebook (executed once),
+# then the book built from those executed notebooks, and the tests of the rendered pages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+RLTUTOR_EXTRAS=${RLTUTOR_EXTRAS:-book,test,ray} bash scripts/setup.sh
 # Quick scale everywhere; one BLAS/OpenMP thread per process (pytest-xdist already uses both cores,
 # and oversubscribed threads make small tensor loops 20-40x slower on a shared 2-core machine).
 export RLTUTOR_QUICK=1 PYTHONHASHSEED=0 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== unit, property and integration tests"
-MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "not book" tests
-echo "== notebooks (nbval)"
-.venv/bin/python -m pytest -q -n 2 --dist loadfile --nbval-lax notebooks
+MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "not book and not notebooks" tests
+echo "== learning tests under ATEN_CPU_CAPABILITY=default (other CPUs take other kernel paths)"
+ATEN_CPU_CAPABILITY=default MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "learning" tests
+echo "== notebooks (each executed once; the book is built from these copies)"
+export RLTUTOR_EXECUTED_DIR="$(pwd)/_build/executed"
+rm -rf "$RLTUTOR_EXECUTED_DIR"
+.venv/bin/python -m pytest -q -n 2 -m notebooks --durations=12 tests/test_notebooks.py
 echo "== book build and rendered-book tests"
 bash scripts/book.sh
 RLTUTOR_BOOK_HTML="$(pwd)/_build/html" .venv/bin/python -m pytest -q -m book tests

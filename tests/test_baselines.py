@@ -99,6 +99,7 @@ def test_dead_group_fraction_prediction_matches_measurement():
     assert noisy.table.zero_std_frac[0] == 0.0
 
 
+@pytest.mark.learning
 def test_training_improves_and_offset_hurts_plain_reinforce():
     df = bl.train_curves(bl.BanditConfig(reward_offset=2.0), estimators=("reinforce", "rloo"),
                          steps=150, n_seeds=8)

@@ -71,6 +71,7 @@ def test_mask_covers_tokens_up_to_and_including_eos():
         assert all(t == PAD for t in ids[n:])
 
 
+@pytest.mark.learning
 def test_sft_warm_start_reaches_accuracy():
     """SFT teaches one-digit addition: on a majority of three seeds, greedy accuracy goes from ~0 to >= 0.5.
 
@@ -214,6 +215,7 @@ def test_kl_to_the_reference(kl_in_reward):
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_rl_improves_reward():
     """GRPO lifts the sequence task's reward within a minute on a CPU (same seed, same warm start)."""
     cfg = lm_config("grpo", "sequence", "quick", seed=0, task_options=dict(L=6),

@@ -19,6 +19,7 @@ def metrics(trainer: Trainer) -> pd.DataFrame:
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_ppo_solves_cartpole_within_a_small_budget():
     trainer = Trainer(make_config("ppo", seed=1, **{**CARTPOLE_PPO, "total_steps": 30_000}))
     history = trainer.train(progress=False)
@@ -27,6 +28,7 @@ def test_ppo_solves_cartpole_within_a_small_budget():
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_grpo_clearly_beats_a_random_policy_on_cartpole():
     trainer = Trainer(make_config("grpo", seed=1, **{**CARTPOLE_GRPO, "total_steps": 25_000}))
     history = trainer.train(progress=False)

@@ -24,6 +24,7 @@ from rltutor.utils import check_choice, register_in
 __all__ = ["ENVS", "register_env", "list_envs", "make_env", "CartPole", "GymVecEnv", "Corridor"]
 
 ENVS: dict[str, Callable] = {}
+"""The registry of environments by name (:func:`register_env` adds one)."""
 
 
 def register_env(name: str) -> Callable[[Callable], Callable]:

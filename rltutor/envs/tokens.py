@@ -11,7 +11,7 @@ rule a program can check, the way math answers or unit tests are checked in real
   (``reward="fraction"``) or 1 only if all are (``reward="exact"``). Extra tokens before the end
   count against it, so the length must be right too.
 
-Both give :meth:`target` (the correct completion) for the supervised warm start (SFT), and
+Both give :meth:`TokenTask.target` (the correct completion) for the supervised warm start (SFT), and
 :func:`overlong_penalty` is DAPO's soft overlong reward shaping.
 
 One character is one token; :data:`VOCAB` lists them. Token 0 is padding, token 1 ends a completion.
@@ -57,7 +57,7 @@ def response_lengths(responses: torch.Tensor) -> torch.Tensor:
 def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.Tensor:
     """DAPO's soft overlong punishment (Yu et al. 2025, eq. 13), added to the task reward.
 
-    R_length(y) = 0 if |y| <= L_max - L_cache; ((L_max - L_cache) - |y|) / L_cache inside the buffer;
+    R_length(y) = 0 if ``|y|`` <= L_max - L_cache; ((L_max - L_cache) - ``|y|``) / L_cache inside the buffer;
     -1 beyond L_max. ``lengths`` (B,) counts completion tokens; returns (B,) floats in [-1, 0].
     """
     if not (isinstance(buffer, int) and 0 < buffer <= max_len):

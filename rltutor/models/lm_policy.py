@@ -167,15 +167,14 @@ def token_logprobs(model: TinyGPT, tokens: torch.Tensor, prompt_len: int, temper
 
 
 class LMPolicy(nn.Module):
-    """A :class:`TinyGPT` behind the trainer's Policy protocol, with an optional critic.
+    """A :class:`~rltutor.models.gpt.TinyGPT` behind the trainer's Policy protocol, with an optional critic.
 
-    Args:
-        model: the language model (the actor).
-        critic_kind: ``"none"`` (GRPO and family), ``"head"`` (a value head on the actor's trunk) or
-            ``"separate"`` (a second TinyGPT of the same size with a value head, initialised from
-            the actor's weights). :class:`rltutor.config.Config` has ``critic`` (a bool: learn a
-            value function or not) and ``critic_kind`` (this string, used when ``critic`` is true).
-        temperature: the sampling temperature; ``evaluate`` uses the same one.
+    :param model: the language model (the actor).
+    :param critic_kind: ``"none"`` (GRPO and family), ``"head"`` (a value head on the actor's trunk) or
+        ``"separate"`` (a second TinyGPT of the same size with a value head, initialised from
+        the actor's weights). :class:`rltutor.config.Config` has ``critic`` (a bool: learn a
+        value function or not) and ``critic_kind`` (this string, used when ``critic`` is true).
+    :param temperature: the sampling temperature; ``evaluate`` uses the same one.
     """
 
     def __init__(self, model: TinyGPT, critic_kind: str = "none", temperature: float = 1.0):

@@ -33,18 +33,17 @@ def greedy_accuracy(model: TinyGPT, task: TokenTask, n: int = 256, seed: int = 1
 class LMCollector:
     """Prompts -> G completions each -> verifiable rewards -> one batch (the contract of :mod:`rltutor.rollout`).
 
-    Args:
-        task: a :class:`rltutor.envs.tokens.TokenTask`.
-        n_prompts: prompts per batch; the batch has ``n_prompts * group_size`` rows.
-        group_size: G, completions per prompt (rows with the same ``group_ids``).
-        max_new_tokens: the completion budget L_max (default: the task's).
-        overlong_buffer: if set, add DAPO's soft overlong penalty with this buffer L_cache.
-        max_draws: DAPO's dynamic sampling with refill. With ``max_draws > 1`` the collector keeps
-            only *live* groups (rewards not all equal; a dead group's advantages are all 0) and draws
-            fresh batches of ``n_prompts`` prompts, at most ``max_draws`` in all, until ``n_prompts``
-            live groups fill the batch. If the draws run out first, the batch holds the live groups
-            found (fewer rows); if none was live, it is the first draw, all dead. Every draw's tokens
-            count in ``env_steps``: refilling costs sampling. 1 (default): one draw, kept whole.
+    :param task: a :class:`rltutor.envs.tokens.TokenTask`.
+    :param n_prompts: prompts per batch; the batch has ``n_prompts * group_size`` rows.
+    :param group_size: G, completions per prompt (rows with the same ``group_ids``).
+    :param max_new_tokens: the completion budget L_max (default: the task's).
+    :param overlong_buffer: if set, add DAPO's soft overlong penalty with this buffer L_cache.
+    :param max_draws: DAPO's dynamic sampling with refill. With ``max_draws > 1`` the collector keeps
+        only *live* groups (rewards not all equal; a dead group's advantages are all 0) and draws
+        fresh batches of ``n_prompts`` prompts, at most ``max_draws`` in all, until ``n_prompts``
+        live groups fill the batch. If the draws run out first, the batch holds the live groups
+        found (fewer rows); if none was live, it is the first draw, all dead. Every draw's tokens
+        count in ``env_steps``: refilling costs sampling. 1 (default): one draw, kept whole.
     """
 
     def __init__(self, task: TokenTask, n_prompts: int = 8, group_size: int = 8,
