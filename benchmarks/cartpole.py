@@ -40,6 +40,7 @@ import torch
 
 from rltutor.config import CARTPOLE_PPO, make_config
 from rltutor.train import Trainer
+from rltutor.utils import machine_info
 
 THRESHOLD = 475.0
 
@@ -161,6 +162,7 @@ def main(argv=None) -> None:
             print(f"{name:14s} seed {seed}: reached at {fmt(r['reached_steps'], ',')} steps / "
                   f"{fmt(r['reached_s'], '.1f')} s, final {r['final']:.0f}, run {r['total_s']:.1f} s", flush=True)
     print()
+    print(machine_info())
     print(table(results))
 
 

@@ -18,17 +18,7 @@ import torch
 
 from rltutor.guard import Guard
 from rltutor.guard.judge import generate_training_set
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from rltutor.utils import machine_info
 
 
 def rate(guard: Guard, calls: list[str], seconds: float) -> float:
@@ -45,7 +35,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0)
     a = ap.parse_args()
     guard = Guard.default(cache_size=0)  # no cache: every call is parsed from scratch
-    print(f"CPU: {cpu_model()}; torch {torch.__version__}; cpu capability {torch.backends.cpu.get_cpu_capability()}")
+    print(machine_info())
     print(f"threads: {torch.get_num_threads()}; python {platform.python_version()}")
     # (1) the calls an agent in rltutor.envs.toolshell types most: plain reads, searches, tests,
     # docs, submits, and the plain shortcuts (cat of the hidden test, curl of the grader).

@@ -33,7 +33,7 @@ import torch
 from rltutor.envs.tokens import VOCAB, AdditionTask
 from rltutor.models.lm_policy import LMPolicy, sample, token_logprobs
 from rltutor.rollout.tokens import LMCollector
-from rltutor.utils import get_device
+from rltutor.utils import get_device, machine_info
 
 N_PROMPTS, G = 8, 8
 WIDTH = dict(n_layer=2, n_head=4, n_embd=128)
@@ -350,6 +350,7 @@ def main(argv=None):
                 row["ratio_cap"] = row["floor_step"] / row["trl_step"]
         rows.append(row)
         print(row, flush=True)
+    print(machine_info())
     print(f"\ndevice: {device}, threads: {torch.get_num_threads()}, torch {torch.__version__}, "
           f"{N_PROMPTS} prompts x {G} completions per step; completion tokens/s\n")
     cols = [c for c in ("T", "rollout_cache", "rollout_no_cache", "train_fwd_bwd", "floor_step", "rltutor_step",

@@ -21,6 +21,7 @@ import time
 import torch
 
 from rltutor.envs.toolshell import ToolShell, scripted_hacker, scripted_solver
+from rltutor.utils import machine_info
 
 MIX = [
     "ls",
@@ -45,15 +46,6 @@ MIX = [
 ]
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def commands(env: ToolShell, n: int) -> list[str]:
@@ -88,7 +80,7 @@ def main(argv=None) -> dict:
         "calls_per_wall_s": round(wall),
         "calls": args.calls,
         "hops": args.hops,
-        "cpu": cpu_model(),
+        "cpu": machine_info(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "python": platform.python_version(),
     }
@@ -96,7 +88,7 @@ def main(argv=None) -> dict:
         f"toolshell: {rate:,.0f} tool calls per CPU second ({wall:,.0f} per wall-clock second; one core, "
         f"{args.calls} calls, hops={args.hops}, mix of {len(MIX)} command kinds + solver + hack)"
     )
-    print(f"cpu: {row['cpu']} | torch cpu capability: {row['cpu_capability']} | python {row['python']}")
+    print(f"{row['cpu']} | python {row['python']}")
     return row
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -35,6 +34,7 @@ import torch
 
 from rltutor.experiments import explorer_data as ex
 from rltutor.experiments import variance as an
+from rltutor.utils import machine_info
 from rltutor.views import explorer_html as eh
 from rltutor.views import widgets
 
@@ -110,9 +110,8 @@ def main(argv=None) -> None:
     if js is not None:
         rows.append(("static slider update: SVG redraw in JavaScript (node)", js, 0.1))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f} "
-          f"at the end, {torch.get_num_threads()} torch thread(s), python {sys.version.split()[0]}, "
-          f"torch {torch.__version__}")
+    print(f"{machine_info()}; load average {load:.1f} at the end, {torch.get_num_threads()} torch thread(s), "
+          f"python {sys.version.split()[0]}")
     print()
     print("| measurement | median time | goal | met |")
     print("|---|---:|---:|:-:|")

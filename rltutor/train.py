@@ -42,7 +42,8 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
    and reduced by token mean whatever ``agg`` is; the entropy bonus uses ``agg``.
 4. A non-finite policy output or loss stops training with :class:`FloatingPointError` *before*
    the optimizer step, so the policy in memory and the last checkpoint stay good.
-5. The same seed gives the same metrics on CPU: one ``torch.Generator`` drives sampling and
+5. The same seed gives the same metrics on one machine (another processor may take other CPU kernels
+   and round differently): one ``torch.Generator`` drives sampling and
    minibatch shuffling, the environments own seeded numpy generators, and checkpoints save all of
    them, so a resumed run continues exactly like the uninterrupted one.
 

@@ -191,3 +191,21 @@ def check_device(device: str) -> str:
     if base not in DEVICES or (":" in device and (base != "cuda" or not device.split(":", 1)[1].isdigit())):
         raise ValueError(f"unknown device {device!r}; valid: auto, cpu, cuda, cuda:N, mps")
     return device
+
+
+def machine_info() -> str:
+    """The processor, PyTorch's CPU kernel level and versions: printed with every benchmark table.
+
+    PyTorch picks CPU kernels by processor (AVX-512, AVX2, the default), float rounding then differs,
+    so a seeded run is reproducible on one machine, not across processors; and timings depend on it.
+    """
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return (f"CPU: {model}; torch {torch.__version__}, CPU kernel level "
+            f"{torch.backends.cpu.get_cpu_capability()}; {os.cpu_count()} logical CPUs")
