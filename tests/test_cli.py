@@ -106,3 +106,23 @@ def test_guard_command_exit_codes(capsys):
     assert "blocked" in capsys.readouterr().out
     assert main(["guard", "cat src/config.py"]) == 0
     assert "allowed" in capsys.readouterr().out
+
+
+def test_scale_is_explicit_and_recorded(tmp_path):
+    from rltutor.config import LM_SCALES, tuned_settings
+
+    full = tuned_settings("grpo", "addition", "full")
+    assert full["n_embd"] == LM_SCALES["full"]["n_embd"] and full["scale"] == "full"
+    assert tuned_settings("grpo", "addition", "quick")["n_embd"] == LM_SCALES["quick"]["n_embd"]
+    out = tmp_path / "full"
+    assert main(["train", "--env", "CartPole-v1", "--steps", "200", "--out", str(out), "--no-progress",
+                 "--scale", "full", "--set", "epochs=1"]) == 0
+    assert json.loads((out / "config.json").read_text())["scale"] == "full"
+
+
+def test_python_dash_m_rltutor_runs_the_command_line():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "rltutor", "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "train" in r.stdout
