@@ -20,16 +20,19 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from rltutor.config import Config
+from rltutor.config import AGENT_ENVS, Config
 from rltutor.envs import make_env
 from rltutor.envs.tokens import VOCAB, TokenTask
+from rltutor.envs.toolshell import VOCAB as TOOL_VOCAB
+from rltutor.envs.toolshell import ToolShell, scripted_solver
 from rltutor.models.gpt import TinyGPT
 from rltutor.models.lm_policy import LMPolicy, make_model
 from rltutor.models.mlp import MLPActorCritic
+from rltutor.rollout.agent import AgentCollector, play_scripted
 from rltutor.rollout.tokens import LMCollector
 from rltutor.rollout.vector import EpisodeCollector, SegmentCollector
 
-__all__ = ["build", "sft", "warm_start"]
+__all__ = ["build", "sft", "warm_start", "agent_demos", "agent_sft", "agent_warm_start"]
 
 
 def build(config: Config):
@@ -38,6 +41,8 @@ def build(config: Config):
         raise ValueError(f"config must be an rltutor.config.Config, got {type(config).__name__}; "
                          "use rltutor.config.make_config('ppo', ...)")
     env = make_env(config.env, num_envs=config.rollout_envs, seed=config.seed, **config.env_options)
+    if config.env in AGENT_ENVS:
+        return _build_agent(config, env)
     if isinstance(env, TokenTask):
         device = None if config.device == "auto" else config.device
         policy = LMPolicy(warm_start(config, env, device), critic_kind=config.critic_kind if config.critic else "none",
@@ -56,6 +61,88 @@ def build(config: Config):
         collector = EpisodeCollector(env, group_size=config.group_size, same_seed=config.same_seed,
                                      seed=config.seed, gamma=config.gamma)
     return policy, collector
+
+
+def _agent_kwargs(config: Config) -> dict:
+    return dict(context_budget=config.context_budget, compaction=config.compaction, keep_turns=config.keep_turns,
+                max_cmd_tokens=config.max_cmd_tokens, max_obs_tokens=config.max_obs_tokens,
+                train_summary=config.train_summary)
+
+
+def _build_agent(config: Config, env: ToolShell):
+    """A multi-turn agent: a TinyGPT over the toolshell vocabulary, warm-started on the scripted honest
+    solver's demonstrations, and an :class:`~rltutor.rollout.agent.AgentCollector`."""
+    device = None if config.device == "auto" else config.device
+    critic_kind = config.critic_kind if config.critic else "none"
+    policy = LMPolicy(agent_warm_start(config, env, device), critic_kind=critic_kind, temperature=config.temperature)
+    sub = config.sub_advantage
+    if sub == "auto":
+        sub = "ppo_bootstrap" if config.critic else "slime_grpo"
+    knobs = env.knobs
+    collector = AgentCollector(lambda: ToolShell(**knobs), num_tasks=config.num_groups, group_size=config.group_size,
+                               sub_advantage=sub, gamma=config.gamma, **_agent_kwargs(config))
+    return policy, collector
+
+
+def agent_demos(env: ToolShell, n: int, seed: int = 0, **kwargs) -> list:
+    """``n`` episodes of the scripted honest solver on fresh tasks, played through the collector's own
+    context and compaction logic (:func:`rltutor.rollout.agent.play_scripted`): rows for :func:`agent_sft`.
+    The honest solver only: hacking, if it comes, is discovered by RL."""
+    twin = ToolShell(**env.knobs)
+    rng = torch.Generator().manual_seed(seed)
+    episodes = []
+    for i in range(n):
+        twin.reset(seed=int(torch.randint(0, 2**31 - 1, (1,), generator=rng)))
+        episodes.append(play_scripted(twin, scripted_solver(twin), task=i, **kwargs))
+    return episodes
+
+
+def agent_sft(model: TinyGPT, episodes: list, steps: int = 200, batch_size: int = 32, lr: float = 3e-3,
+              generator: torch.Generator | None = None) -> list[float]:
+    """Supervised fine-tuning on demonstration sub-trajectories: cross-entropy on their trained (generated)
+    tokens only, the same positions RL trains. Returns the loss of each step."""
+    from rltutor.rollout.agent import episodes_to_batch
+
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    device = next(model.parameters()).device
+    rows, _ = episodes_to_batch(episodes)
+    tokens, mask = rows["tokens"], rows["mask"]  # (R, L), (R, L - 1)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+    losses = []
+    model.train()
+    for _ in range(steps):
+        idx = torch.randint(0, len(tokens), (min(batch_size, len(tokens)),), generator=generator)
+        m = mask[idx].to(device)
+        width = int((m > 0).nonzero()[:, 1].max()) + 2  # drop the padding after the last trained token
+        x = tokens[idx, :width].to(device)
+        logits, _ = model(x[:, :-1])  # (n, width - 1, V)
+        nll = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")
+        m = m[:, : width - 1]
+        loss = (nll * m).sum() / m.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def agent_warm_start(config: Config, env: ToolShell | None = None, device=None) -> TinyGPT:
+    """The agent's TinyGPT (seeded with ``config.seed``, block_size = ``context_budget``) after
+    ``config.sft_steps`` steps of :func:`agent_sft` on scripted demonstrations; cached per setting."""
+    if env is None:
+        env = make_env(config.env, seed=config.seed, **config.env_options)
+    key = ("agent", config.env, tuple(sorted(config.env_options.items())), config.n_layer, config.n_head,
+           config.n_embd, config.sft_steps, config.sft_lr, config.seed, tuple(sorted(_agent_kwargs(config).items())))
+    model = make_model(len(TOOL_VOCAB), config.context_budget, config.n_layer, config.n_head, config.n_embd,
+                       seed=config.seed, device=device)
+    if key not in _SFT_CACHE:
+        g = torch.Generator().manual_seed(config.seed)
+        demos = agent_demos(env, 256, seed=config.seed, **_agent_kwargs(config))
+        agent_sft(model, demos, steps=config.sft_steps, lr=config.sft_lr, generator=g)
+        _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(_SFT_CACHE[key])
+    return model
 
 
 # ----------------------------------------------------------------------------------------------

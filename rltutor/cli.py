@@ -77,6 +77,10 @@ def _train(args) -> int:
                           (args.group_size, "group_size")):
             if flag is not None:
                 overrides[key] = flag
+        for flag, key in ((args.context_budget, "context_budget"), (args.compaction, "compaction"),
+                          (args.sub_advantage, "sub_advantage")):  # the multi-turn agent (env toolshell)
+            if flag is not None:
+                overrides[key] = flag
         env_options = dict(overrides.pop("env_options", {}))
         if args.horizon is not None:
             env_options["horizon"] = args.horizon
@@ -133,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--horizon", type=int, default=None, help="corridor length T")
     t.add_argument("--reward-noise", type=float, default=None, help="corridor reward noise std")
     t.add_argument("--hide-progress", action="store_true", help="corridor: do not observe progress")
+    t.add_argument("--context-budget", type=int, default=None, help="toolshell: tokens per context before compaction")
+    t.add_argument("--compaction", default=None, help="toolshell: none, recent or summary")
+    t.add_argument("--sub-advantage", default=None, help="toolshell: ppo_bootstrap, slime_grpo... (rltutor list)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any Config field, e.g. --set lr=1e-3 (repeatable)")
     t.add_argument("--hparams", choices=("tuned", "defaults"), default="tuned",

@@ -37,6 +37,17 @@ ROLLOUTS = ("segments", "episodes")
 NORM_ADV = ("none", "batch", "minibatch")
 MLP_FIELDS = ("hidden", "shared_trunk")
 """fields that apply only to vector environments (an MLP policy)"""
+AGENT_FIELDS = ("context_budget", "compaction", "keep_turns", "train_summary", "sub_advantage", "max_cmd_tokens",
+                "max_obs_tokens")
+"""fields that apply only to the multi-turn agent environment ("toolshell"); left out of config.json elsewhere"""
+AGENT_ENVS = ("toolshell",)
+"""environments played by a multi-turn language-model agent (rltutor.rollout.agent)"""
+COMPACTIONS = ("none", "recent", "summary")
+"""context compaction strategies (rltutor.rollout.compaction.COMPACTIONS)"""
+SUB_ADVANTAGE_NAMES = ("auto", "ppo_bootstrap", "ppo_no_bootstrap", "slime_grpo", "broadcast_grpo", "split_reward",
+                       "index_groups")
+"""how sub-trajectories get advantages (rltutor.rollout.compaction.SUB_ADVANTAGES), plus "auto"
+(ppo_bootstrap with a critic, slime_grpo without)"""
 LM_FIELDS = ("n_layer", "n_head", "n_embd", "critic_kind", "temperature", "sft_steps", "sft_lr", "overlong_buffer")
 """fields that apply only to token tasks (a TinyGPT policy)"""
 
@@ -101,6 +112,24 @@ class Config:
     """language model: learning rate of the warm start"""
     overlong_buffer: int | None = None
     """language model: DAPO's soft overlong penalty over the last this-many tokens of the budget (None: off)"""
+
+    # --- multi-turn agent (env "toolshell", chapter 6) -------------------------------------------
+    context_budget: int = 512
+    """agent: the most tokens one context (one training row) may hold; the TinyGPT's block_size"""
+    compaction: str = "recent"
+    """agent: when the next turn might not fit, "none" ends the episode, "recent" keeps the task and the last
+    keep_turns turns, "summary" keeps the task and a scripted summary (rltutor.rollout.compaction)"""
+    keep_turns: int = 2
+    """agent: turns the "recent" compaction keeps"""
+    train_summary: bool = False
+    """agent: train the summary tokens of the "summary" compaction (mask 1) or not (mask 0)"""
+    sub_advantage: str = "auto"
+    """agent: how sub-trajectories get rewards and groups (rltutor.rollout.compaction.SUB_ADVANTAGES);
+    "auto": ppo_bootstrap with a critic, slime_grpo without"""
+    max_cmd_tokens: int = 24
+    """agent: a command is cut after this many tokens"""
+    max_obs_tokens: int = 128
+    """agent: an observation is cut to this many tokens"""
 
     # --- advantages -------------------------------------------------------------------------------
     estimator: str = "gae"
@@ -177,6 +206,8 @@ class Config:
         check_choice("kl_kind", self.kl_kind, KL_KINDS)
         check_choice("scale", self.scale, SCALES)
         check_choice("critic_kind", self.critic_kind, ("head", "separate"))
+        check_choice("compaction", self.compaction, COMPACTIONS)
+        check_choice("sub_advantage", self.sub_advantage, SUB_ADVANTAGE_NAMES)
         check_device(self.device)
         self._check_numbers()
         self.uses_groups = self.estimator in GROUP_METHODS
@@ -193,17 +224,38 @@ class Config:
         if self.max_draws > 1 and not self.dynamic_sampling:
             raise ValueError(f"max_draws={self.max_draws} refills the groups that dynamic sampling drops, but "
                              "dynamic_sampling is off; set dynamic_sampling=True (the 'dapo' preset) or max_draws=1")
+        if self.env in AGENT_ENVS:
+            self._check_agent()
         self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
-        self.model = "gpt" if self.env in TOKEN_TASKS else "mlp"
+        self.model = "gpt" if self.env in TOKEN_TASKS or self.env in AGENT_ENVS else "mlp"
+
+    def _check_agent(self) -> None:
+        """The agent's sub-trajectory advantages must fit the estimator and the critic."""
+        sa = self.sub_advantage
+        if sa in ("ppo_bootstrap", "ppo_no_bootstrap") and self.estimator != "gae":
+            raise ValueError(f"sub_advantage={sa!r} feeds GAE; set estimator='gae' with a critic (--algo ppo), or "
+                             "pick slime_grpo, split_reward, index_groups or broadcast_grpo")
+        if sa == "broadcast_grpo" and (self.estimator != "reinforce" or self.gamma != 1.0):
+            raise ValueError("sub_advantage='broadcast_grpo' puts each episode's GRPO advantage on its "
+                             "sub-trajectories' last token; the 'reinforce' estimator with gamma=1 then copies it to "
+                             f"every token (got estimator={self.estimator!r}, gamma={self.gamma}): "
+                             "--set estimator=reinforce --set gamma=1.0")
+        if self.context_budget < 2 * self.max_cmd_tokens + 8:
+            raise ValueError(f"context_budget={self.context_budget} leaves no room for the task and a command of "
+                             f"{self.max_cmd_tokens} tokens; use context_budget >= 128 (512 fits most episodes)")
 
     def _check_numbers(self) -> None:
         """Types and ranges of every numeric field: reject what cannot be meant, naming the valid range."""
         for name in ("total_steps", "num_envs", "num_steps", "group_size", "num_groups", "epochs", "minibatches",
-                     "max_draws", "n_layer", "n_head", "n_embd"):
+                     "max_draws", "n_layer", "n_head", "n_embd", "context_budget", "max_cmd_tokens",
+                     "max_obs_tokens"):
             check_int(name, getattr(self, name), 1)
         check_int("seed", self.seed, None)
         check_int("sft_steps", self.sft_steps, 0)
         check_int("eval_every", self.eval_every, 0)
+        check_int("keep_turns", self.keep_turns, 0)
+        if not isinstance(self.train_summary, bool):
+            raise ValueError(f"train_summary must be True or False, got {self.train_summary!r}")
         if self.torch_threads is not None:
             check_int("torch_threads", self.torch_threads, 1)
         if self.overlong_buffer is not None:
@@ -226,6 +278,8 @@ class Config:
     def to_dict(self) -> dict:
         """The settings as plain data (config.json): the fields of the other model kind are left out."""
         skip = LM_FIELDS if self.model == "mlp" else MLP_FIELDS
+        if self.env not in AGENT_ENVS:
+            skip = skip + AGENT_FIELDS
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
 
     @classmethod

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from rltutor.envs.classic import CartPole, GymVecEnv
 from rltutor.envs.corridor import Corridor
 from rltutor.envs.tokens import TASKS, make_task
+from rltutor.envs.toolshell import ToolShell
 from rltutor.utils import check_choice, register_in
 
 __all__ = ["ENVS", "register_env", "list_envs", "make_env", "CartPole", "GymVecEnv", "Corridor"]
@@ -93,3 +94,11 @@ def _token_task(name: str) -> Callable:
 
 for _name in TASKS:
     register_env(_name)(_token_task(_name))
+
+
+# ToolShell (chapters 6-7): the entry returns one ToolShell, the template of its task settings (hops,
+# max_turns, kind, hints...); rltutor.build gives it a TinyGPT policy and a multi-turn collector, which
+# builds its own copies (num_envs is unused: config.num_groups x group_size set the batch).
+@register_env("toolshell")
+def _toolshell(num_envs: int, seed: int, **options):
+    return ToolShell(seed=seed, **{"max_output_chars": 250, **options})

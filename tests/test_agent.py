@@ -1,0 +1,113 @@
+"""The multi-turn agent collector (rltutor.rollout.agent): row layout, masks, compaction invariants, wiring."""
+
+import pytest
+import torch
+
+from rltutor.build import agent_demos
+from rltutor.config import make_config
+from rltutor.envs.toolshell import CMD, EOS, OBS, VOCAB, ToolShell, encode, scripted_solver
+from rltutor.models.lm_policy import LMPolicy, make_model
+from rltutor.rollout.agent import AgentCollector, play_scripted
+
+KW = dict(max_cmd_tokens=16, max_obs_tokens=100)
+
+
+def _generated(ep):
+    return [t for c, _ in ep.turns for t in c]
+
+
+@pytest.mark.parametrize("compaction", ["recent", "summary"])
+def test_compaction_invariants_on_scripted_episodes(compaction):
+    env = ToolShell(hops=3, max_output_chars=250, seed=0)
+    for seed in range(4):
+        env.reset(seed=seed)
+        ep = play_scripted(env, scripted_solver(env), context_budget=180, compaction=compaction, **KW)
+        assert ep.reward == 1.0 and len(ep.segments) >= 2  # the budget forced compaction
+        trained = [t for s in ep.segments for t, m in zip(s.tokens, s.trained, strict=True) if m]
+        assert trained == _generated(ep)  # every generated token trained exactly once, in order
+        for k, s in enumerate(ep.segments):
+            assert len(s.tokens) <= 180
+            assert not any(s.trained[:s.carried])  # the carried context (task, kept turns, summary) is masked
+            assert s.tokens[s.carried] == CMD  # each sub-trajectory starts with a command of its own
+            if k:
+                assert s.tokens[0] == ep.segments[0].tokens[0]
+
+
+def test_summary_tokens_are_trained_only_when_switched_on():
+    env = ToolShell(hops=3, max_output_chars=250, seed=0)
+    env.reset(seed=1)
+    ep = play_scripted(env, scripted_solver(env), context_budget=180, compaction="summary", train_summary=True, **KW)
+    extra = sum(sum(s.trained) for s in ep.segments) - len(_generated(ep))
+    assert extra > 0 and any(s.tokens[s.carried - extra - 1:].count(OBS) for s in ep.segments[1:])
+
+
+def test_no_compaction_ends_the_episode_at_the_budget():
+    env = ToolShell(hops=3, max_output_chars=250, seed=0)
+    env.reset(seed=0)
+    ep = play_scripted(env, scripted_solver(env), context_budget=180, compaction="none", **KW)
+    assert ep.overflow and ep.reward == 0.0 and len(ep.segments) == 1
+
+
+def _policy(critic="head", budget=200, seed=0):
+    return LMPolicy(make_model(len(VOCAB), budget, n_layer=1, n_head=2, n_embd=16, seed=seed), critic_kind=critic)
+
+
+def test_collector_rows_follow_the_batch_contract():
+    knobs = ToolShell(hops=2, max_turns=3, max_output_chars=250).knobs
+    col = AgentCollector(lambda: ToolShell(**knobs), num_tasks=2, group_size=2, context_budget=200,
+                         sub_advantage="ppo_bootstrap", **KW)
+    policy = _policy()
+    batch, info = col.collect(policy, torch.Generator().manual_seed(0))
+    R, L = batch["tokens"].shape
+    assert L <= 200 and batch["actions"].shape == batch["mask"].shape == batch["logp"].shape == (R, L - 1)
+    assert (batch["prompt_len"] == 1).all() and (batch["actions"] == batch["tokens"][:, 1:]).all()
+    episodes = col.run_episodes(policy, torch.Generator().manual_seed(0))  # the same episodes again
+    trained = batch["actions"][batch["mask"] > 0].tolist()
+    assert trained == [t for ep in episodes for t in _generated(ep)]  # exactly the generated tokens are trained
+    assert batch["group_ids"].tolist()[:1] == [0] and set(batch["group_ids"].tolist()) == {0, 1}
+    m = info["metrics"]
+    assert {"solve_rate", "hack_rate", "segments_per_episode", "mean_turns"} <= set(m)
+    assert m["mean_turns"] <= 3 and info["env_steps"] == int(batch["mask"].sum())
+    # the sampler's log-probs are the ones evaluate computes on the stored rows
+    ev = policy.evaluate(batch)
+    m_ = batch["mask"] > 0
+    torch.testing.assert_close(ev["logp"][m_], batch["logp"][m_], atol=1e-4, rtol=1e-4)
+    assert batch["values"].shape == (R, L - 1)
+
+
+def test_demonstrations_encode_without_unknown_words():
+    env = ToolShell(hops=2, max_output_chars=250)
+    for ep in agent_demos(env, 8, context_budget=256, **KW):
+        assert all(t != encode("<unk>")[0] for s in ep.segments for t in s.tokens) and ep.reward == 1.0
+        assert all(c[-1] == EOS for c, _ in ep.turns)
+
+
+def test_config_checks_the_sub_advantage_against_the_estimator():
+    with pytest.raises(ValueError, match="feeds GAE"):
+        make_config("grpo", env="toolshell", sub_advantage="ppo_bootstrap")
+    with pytest.raises(ValueError, match="reinforce"):
+        make_config("grpo", env="toolshell", sub_advantage="broadcast_grpo")
+    make_config("grpo", env="toolshell", sub_advantage="broadcast_grpo", estimator="reinforce")
+    with pytest.raises(ValueError, match="compaction"):
+        make_config("ppo", env="toolshell", compaction="fold")
+    assert "context_budget" not in make_config("ppo").to_dict()  # other runs' config.json is unchanged
+
+
+@pytest.mark.parametrize("algo,sub", [("ppo", "ppo_bootstrap"), ("grpo", "index_groups")])
+def test_tiny_training_run(algo, sub):
+    from rltutor.train import Trainer
+
+    over = dict(_LM_PPO_LIKE) if algo == "ppo" else {}
+    cfg = make_config(algo, env="toolshell", env_options={"hops": 2, "max_turns": 4}, context_budget=160,
+                      compaction="summary", sub_advantage=sub, n_layer=1, n_head=2, n_embd=16, sft_steps=3,
+                      num_groups=2, group_size=2, max_cmd_tokens=12, max_obs_tokens=64, total_steps=10**6,
+                      eval_every=0, **over)
+    trainer = Trainer(cfg)
+    rows = [trainer.step() for _ in range(2)]
+    for row in rows:
+        assert {"env_steps", "solve_rate", "hack_rate", "episode_return", "segments_per_episode",
+                "mean_turns"} <= set(row)
+        assert row["policy_loss"] == row["policy_loss"]  # not NaN
+
+
+_LM_PPO_LIKE = dict(gamma=1.0, lam=1.0, norm_adv="batch", epochs=1, minibatches=2, vf_clip=None)
