@@ -116,14 +116,7 @@ def agent_sft(model: TinyGPT, episodes: list, steps: int = 200, batch_size: int 
         m = mask[idx].to(device)
         width = int((m > 0).nonzero()[:, 1].max()) + 2  # drop the padding after the last trained token
         x = tokens[idx, :width].to(device)
-        logits, _ = model(x[:, :-1])  # (n, width - 1, V)
-        nll = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")
-        m = m[:, : width - 1]
-        loss = (nll * m).sum() / m.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        losses.append(_sft_step(model, opt, x, m[:, : width - 1]))
     return losses
 
 
@@ -185,12 +178,17 @@ def sft(model: TinyGPT, task: TokenTask, steps: int = 200, batch_size: int = 64,
     model.train()
     for _ in range(steps):
         tokens, loss_mask = task.sft_batch(batch_size, generator)
-        tokens, loss_mask = tokens.to(device), loss_mask.to(device)
-        logits, _ = model(tokens[:, :-1])  # (n, P+T-1, V)
-        nll = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (n, P+T-1)
-        loss = (nll * loss_mask).sum() / loss_mask.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        losses.append(_sft_step(model, opt, tokens.to(device), loss_mask.to(device)))
     return losses
+
+
+def _sft_step(model: TinyGPT, opt: torch.optim.Optimizer, tokens: torch.Tensor, loss_mask: torch.Tensor) -> float:
+    """One step of next-token cross-entropy on ``tokens`` (n, L), counted where ``loss_mask`` (n, L - 1) is 1
+    (position j predicts token j + 1). Both warm starts, token tasks and the agent's, take it."""
+    logits, _ = model(tokens[:, :-1])  # (n, L - 1, V)
+    nll = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (n, L - 1)
+    loss = (nll * loss_mask).sum() / loss_mask.sum()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.item()

@@ -15,62 +15,8 @@ import random
 import re
 import zlib
 
-# The env's vocabulary (as in rltutor.envs.toolshell.tasks), so decoys use the words real files use.
-DIRS = ["src", "lib", "core", "app", "pkg", "utils", "config", "tools"]
-MODULES = [
-    "alpha",
-    "beta",
-    "gamma",
-    "delta",
-    "epsilon",
-    "zeta",
-    "theta",
-    "kappa",
-    "sigma",
-    "omega",
-    "atlas",
-    "orbit",
-    "pixel",
-    "vector",
-    "matrix",
-    "cache",
-    "router",
-    "parser",
-    "loader",
-    "server",
-    "client",
-    "engine",
-    "kernel",
-    "bridge",
-    "signal",
-    "buffer",
-    "filter",
-    "worker",
-    "queue",
-    "store",
-]
-CONSTANTS = [
-    "LIMIT",
-    "OFFSET",
-    "SCALE",
-    "PORT",
-    "TIMEOUT",
-    "RETRIES",
-    "WIDTH",
-    "HEIGHT",
-    "DEPTH",
-    "SEED",
-    "RATE",
-    "COUNT",
-    "SIZE",
-    "LEVEL",
-    "BATCH",
-    "STEPS",
-    "WORKERS",
-    "VERSION",
-    "THRESHOLD",
-    "MARGIN",
-]
+from rltutor.envs.toolshell.tasks import DIRS, MODULES  # the env's words, so decoys use real names
+
 KINDS = ("file", "listing", "grader", "grep", "pytest", "cd")
 
 
