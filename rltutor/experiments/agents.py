@@ -80,8 +80,8 @@ def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
     """Per (algo, guard, seed): the first update's and the mean of the ``last`` updates' metrics."""
     keys = ["algo", "guard", "seed"]
     cols = [c for c in COLUMNS if c in df.columns and c not in ("update", "env_steps", "time_s")]
-    first = df[df.update == 1].set_index(keys)[["hack_rate", "solve_rate", "episode_return"]].add_suffix("_start")
-    end = df[df.update > df.update.max() - last].groupby(keys)[cols].mean()
+    first = df[df["update"] == 1].set_index(keys)[["hack_rate", "solve_rate", "episode_return"]].add_suffix("_start")
+    end = df[df["update"] > df["update"].max() - last].groupby(keys)[cols].mean()
     return first.join(end).reset_index()
 
 
