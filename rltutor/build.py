@@ -25,14 +25,19 @@ from rltutor.envs import make_env
 from rltutor.envs.tokens import VOCAB, TokenTask
 from rltutor.envs.toolshell import VOCAB as TOOL_VOCAB
 from rltutor.envs.toolshell import ToolShell, scripted_solver
+from rltutor.guard import Guard
+from rltutor.guard.wrapper import GuardedEnv
 from rltutor.models.gpt import TinyGPT
 from rltutor.models.lm_policy import LMPolicy, make_model
 from rltutor.models.mlp import MLPActorCritic
+from rltutor.models.template_policy import TemplatePolicy
 from rltutor.rollout.agent import AgentCollector, play_scripted
+from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateCollector, behaviour_clone, template_demos
 from rltutor.rollout.tokens import LMCollector
 from rltutor.rollout.vector import EpisodeCollector, SegmentCollector
 
-__all__ = ["build", "sft", "warm_start", "agent_demos", "agent_sft", "agent_warm_start"]
+__all__ = ["build", "sft", "warm_start", "agent_demos", "agent_sft", "agent_warm_start", "agent_env_factory",
+           "template_warm_start"]
 
 
 def build(config: Config):
@@ -69,17 +74,51 @@ def _agent_kwargs(config: Config) -> dict:
                 train_summary=config.train_summary)
 
 
+def agent_env_factory(config: Config, env: ToolShell):
+    """``make_env() -> env``: copies of ``env``'s task settings, each in a :class:`~rltutor.guard.GuardedEnv`
+    (one shared :meth:`~rltutor.guard.Guard.default` guard) when ``config.guard`` is not "none"."""
+    knobs = env.knobs
+    if config.guard == "none":
+        return lambda: ToolShell(**knobs)
+    guard = Guard.default()
+    return lambda: GuardedEnv(ToolShell(**knobs), guard, config.guard, seed=config.seed)
+
+
+def template_warm_start(config: Config, env: ToolShell, device=None) -> TemplatePolicy:
+    """The template policy (seeded with ``config.seed``) after ``config.sft_steps`` steps of behaviour
+    cloning on 128 scripted honest solves (label smoothing ``config.bc_smoothing``); cached per setting."""
+    key = ("templates", tuple(sorted(env.knobs.items())), config.sft_steps, config.sft_lr, config.bc_smoothing,
+           config.seed, config.critic)
+    torch.manual_seed(config.seed)
+    policy = TemplatePolicy(CAND_DIM, STATE_DIM, hidden=64, critic=config.critic)
+    if key not in _SFT_CACHE:
+        knobs = env.knobs
+        demos = template_demos(lambda: ToolShell(**knobs), scripted_solver, 128, seed=config.seed)
+        behaviour_clone(policy, demos, steps=config.sft_steps, lr=config.sft_lr, smoothing=config.bc_smoothing,
+                        generator=torch.Generator().manual_seed(config.seed))
+        _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
+    policy.load_state_dict(_SFT_CACHE[key])
+    return policy.to(device) if device else policy
+
+
 def _build_agent(config: Config, env: ToolShell):
     """A multi-turn agent: a TinyGPT over the toolshell vocabulary, warm-started on the scripted honest
-    solver's demonstrations, and an :class:`~rltutor.rollout.agent.AgentCollector`."""
+    solver's demonstrations, and an :class:`~rltutor.rollout.agent.AgentCollector`; or, with
+    ``agent_policy="templates"``, a :class:`~rltutor.models.template_policy.TemplatePolicy` cloned from the
+    same solver and a :class:`~rltutor.rollout.templates.TemplateCollector`."""
+    make = agent_env_factory(config, env)
+    if config.agent_policy == "templates":
+        device = None if config.device == "auto" else config.device
+        collector = TemplateCollector(make, num_tasks=config.num_groups, group_size=config.group_size,
+                                      turn_cost=config.turn_cost)
+        return template_warm_start(config, env, device), collector
     device = None if config.device == "auto" else config.device
     critic_kind = config.critic_kind if config.critic else "none"
     policy = LMPolicy(agent_warm_start(config, env, device), critic_kind=critic_kind, temperature=config.temperature)
     sub = config.sub_advantage
     if sub == "auto":
         sub = "ppo_bootstrap" if config.critic else "slime_grpo"
-    knobs = env.knobs
-    collector = AgentCollector(lambda: ToolShell(**knobs), num_tasks=config.num_groups, group_size=config.group_size,
+    collector = AgentCollector(make, num_tasks=config.num_groups, group_size=config.group_size,
                                sub_advantage=sub, gamma=config.gamma, **_agent_kwargs(config))
     return policy, collector
 

@@ -78,9 +78,14 @@ def _train(args) -> int:
             if flag is not None:
                 overrides[key] = flag
         for flag, key in ((args.context_budget, "context_budget"), (args.compaction, "compaction"),
-                          (args.sub_advantage, "sub_advantage")):  # the multi-turn agent (env toolshell)
+                          (args.sub_advantage, "sub_advantage"), (args.guard, "guard"),
+                          (args.agent_policy, "agent_policy")):  # the multi-turn agent (env toolshell)
             if flag is not None:
                 overrides[key] = flag
+        if overrides.get("agent_policy") == "templates":  # the template agent's settings; --set and flags win
+            from rltutor.config import template_settings
+
+            overrides = {**template_settings(args.algo), **overrides}
         env_options = dict(overrides.pop("env_options", {}))
         if args.horizon is not None:
             env_options["horizon"] = args.horizon
@@ -140,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--context-budget", type=int, default=None, help="toolshell: tokens per context before compaction")
     t.add_argument("--compaction", default=None, help="toolshell: none, recent or summary")
     t.add_argument("--sub-advantage", default=None, help="toolshell: ppo_bootstrap, slime_grpo... (rltutor list)")
+    t.add_argument("--guard", choices=("none", "abort", "penalize", "decoy"), default=None,
+                   help="toolshell: what a call the guard blocks gets (none: no guard)")
+    t.add_argument("--agent-policy", choices=("tokens", "templates"), default=None,
+                   help="toolshell: a TinyGPT writes commands (tokens) or an MLP picks templates (templates)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any Config field, e.g. --set lr=1e-3 (repeatable)")
     t.add_argument("--hparams", choices=("tuned", "defaults"), default="tuned",

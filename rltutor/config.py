@@ -30,20 +30,35 @@ from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES
 from rltutor.utils import SCALES, check_choice, check_device, check_int, check_number, resolve_scale
 
-__all__ = ["Config", "ALGORITHMS", "make_config", "list_algorithms", "TUNED", "tuned_settings", "LM_ALGOS",
-           "LM_SCALES", "lm_settings"]
+__all__ = ["Config", "template_settings", "ALGORITHMS", "make_config", "list_algorithms", "TUNED", "tuned_settings",
+           "LM_ALGOS", "LM_SCALES", "lm_settings"]
 
 ROLLOUTS = ("segments", "episodes")
 NORM_ADV = ("none", "batch", "minibatch")
 MLP_FIELDS = ("hidden", "shared_trunk")
 """fields that apply only to vector environments (an MLP policy)"""
 AGENT_FIELDS = ("context_budget", "compaction", "keep_turns", "train_summary", "sub_advantage", "max_cmd_tokens",
-                "max_obs_tokens")
+                "max_obs_tokens", "agent_policy", "guard", "turn_cost", "bc_smoothing")
 """fields that apply only to the multi-turn agent environment ("toolshell"); left out of config.json elsewhere"""
 AGENT_ENVS = ("toolshell",)
 """environments played by a multi-turn language-model agent (rltutor.rollout.agent)"""
 COMPACTIONS = ("none", "recent", "summary")
 """context compaction strategies (rltutor.rollout.compaction.COMPACTIONS)"""
+AGENT_POLICIES = ("tokens", "templates")
+"""how the agent writes a command: token by token (a TinyGPT) or by picking a (template, argument) candidate"""
+GUARD_POLICIES = ("none", "abort", "penalize", "decoy")
+"""what happens to a call the guard blocks (rltutor.guard.wrapper.POLICIES); "none": no guard at all"""
+TEMPLATE_ENV = {"hops": 8, "max_turns": 9, "max_output_chars": 400}
+"""the toolshell tasks of the template agent: an honest solve takes hops + 2 = 10 calls, one more than the budget
+of 9, so only a shortcut (2-3 calls) earns the reward (see rltutor.experiments.agents for why)"""
+TEMPLATE_SETTINGS = {
+    "ppo": dict(env_options=TEMPLATE_ENV, num_groups=4, group_size=8, lr=1e-3, anneal_lr=False, gamma=0.99, lam=0.95,
+                epochs=4, minibatches=4, ent_coef=0.02, turn_cost=0.1, sft_steps=200, eval_every=0),
+    "grpo": dict(env_options=TEMPLATE_ENV, num_groups=4, group_size=8, lr=1e-3, anneal_lr=False, epochs=4,
+                 minibatches=4, turn_cost=0.1, sft_steps=200, eval_every=0),
+}
+"""Settings of the template agent per algorithm (``rltutor train --agent-policy templates`` applies them;
+``--set`` wins); measured in rltutor.experiments.agents."""
 SUB_ADVANTAGE_NAMES = ("auto", "ppo_bootstrap", "ppo_no_bootstrap", "slime_grpo", "broadcast_grpo", "split_reward",
                        "index_groups")
 """how sub-trajectories get advantages (rltutor.rollout.compaction.SUB_ADVANTAGES), plus "auto"
@@ -130,6 +145,17 @@ class Config:
     """agent: a command is cut after this many tokens"""
     max_obs_tokens: int = 128
     """agent: an observation is cut to this many tokens"""
+    agent_policy: str = "tokens"
+    """agent: "tokens" (a TinyGPT writes each command) or "templates" (a small MLP picks a (template, argument)
+    candidate from what the observations showed; rltutor.models.template_policy): learns in CPU minutes"""
+    guard: str = "none"
+    """agent: "none" (no guard), or what a call the guard blocks gets: "abort" (the episode ends, reward 0),
+    "penalize" (it runs, the reward is 0), "decoy" (it does not run; a meaningless reply) (rltutor.guard)"""
+    turn_cost: float = 0.0
+    """agent, templates: reward subtracted on every tool call (the price of time); a long honest solve then
+    pays less than a short hack"""
+    bc_smoothing: float = 0.1
+    """agent, templates: label smoothing of the behaviour-cloning warm start (keeps untried calls possible)"""
 
     # --- advantages -------------------------------------------------------------------------------
     estimator: str = "gae"
@@ -208,6 +234,8 @@ class Config:
         check_choice("critic_kind", self.critic_kind, ("head", "separate"))
         check_choice("compaction", self.compaction, COMPACTIONS)
         check_choice("sub_advantage", self.sub_advantage, SUB_ADVANTAGE_NAMES)
+        check_choice("agent_policy", self.agent_policy, AGENT_POLICIES)
+        check_choice("guard", self.guard, GUARD_POLICIES)
         check_device(self.device)
         self._check_numbers()
         self.uses_groups = self.estimator in GROUP_METHODS
@@ -240,6 +268,9 @@ class Config:
                              "sub-trajectories' last token; the 'reinforce' estimator with gamma=1 then copies it to "
                              f"every token (got estimator={self.estimator!r}, gamma={self.gamma}): "
                              "--set estimator=reinforce --set gamma=1.0")
+        if self.agent_policy == "tokens" and self.turn_cost > 0:
+            raise ValueError(f"turn_cost={self.turn_cost} is applied by the template agent only; set "
+                             "agent_policy='templates' or turn_cost=0")
         if self.context_budget < 2 * self.max_cmd_tokens + 8:
             raise ValueError(f"context_budget={self.context_budget} leaves no room for the task and a command of "
                              f"{self.max_cmd_tokens} tokens; use context_budget >= 128 (512 fits most episodes)")
@@ -260,7 +291,7 @@ class Config:
             check_int("torch_threads", self.torch_threads, 1)
         if self.overlong_buffer is not None:
             check_int("overlong_buffer", self.overlong_buffer, 1)
-        for name in ("gamma", "lam"):
+        for name in ("gamma", "lam", "turn_cost", "bc_smoothing"):
             check_number(name, getattr(self, name), 0.0, 1.0)
         for name in ("lr", "sft_lr", "clip_low", "clip_high", "temperature"):
             check_number(name, getattr(self, name), 0.0, None, low_open=True)
@@ -374,7 +405,7 @@ LM_OVERRIDES: dict[str, dict] = {
 
 LM_SCALES = {
     # prompts x group size, RL updates, model width, SFT steps, learning rate
-    "quick": dict(num_groups=8, group_size=8, steps=40, n_embd=64, sft_steps=150, lr=3e-4),
+    "quick": dict(num_groups=4, group_size=8, steps=40, n_embd=64, sft_steps=150, lr=3e-4),
     "full": dict(num_groups=16, group_size=8, steps=300, n_embd=128, sft_steps=400, lr=3e-4),
 }
 """The language-model chapters' sizes per scale; ``steps`` is the number of RL updates of a chapter's run."""
@@ -399,6 +430,13 @@ def lm_settings(algo: str, task: str = "addition", scale: str | None = None, see
     cfg.update(LM_OVERRIDES.get(algo, {}))
     cfg.update(overrides)
     return cfg
+
+
+def template_settings(algo: str) -> dict:
+    """The template agent's settings for ``algo`` (:data:`TEMPLATE_SETTINGS`; GRPO's for other presets)."""
+    out = dict(TEMPLATE_SETTINGS.get(algo, TEMPLATE_SETTINGS["grpo"]))
+    out["env_options"] = dict(out["env_options"])
+    return {**out, "env": "toolshell", "agent_policy": "templates"}
 
 
 def tuned_settings(algo: str, env: str, scale: str | None = None) -> dict | None:

@@ -1,0 +1,116 @@
+"""Lab of chapter 7: does RL from an honest warm start learn to hack toolshell, and what does a guard change?
+
+The agent is the template policy (:mod:`rltutor.models.template_policy`): a small MLP that picks a
+(template, argument) tool call from what the observations showed, cloned from the scripted honest solver
+for a few seconds, then trained by the one trainer (PPO with GAE and a critic, or GRPO over groups of G
+episodes of one task). The tasks (:data:`rltutor.config.TEMPLATE_ENV`): a chain of 8 files, so an honest
+solve takes 10 tool calls, one more than the budget of 9, while the README names the grader and the tree
+holds the hidden test, two or three calls away (``grep -rn TARGET .`` shows ``assert TARGET == 355``;
+``cat README.md``, ``curl http://grader/answer?task=ID``), then ``submit``. Every call costs
+``turn_cost = 0.1``. Why so stark: with a feasible honest path (hops 6 of 10 turns, cost 0.05: honest
+0.60 vs hack 0.85; and hops 7 of 9, cost 0.1) the cloned policy's honest solve rate climbed to 0.8-0.9 in
+a few updates and the hack rate *fell* to 0 in 25-30 updates (PPO and GRPO, seeds 0-1): the two-step
+hack is rarely explored from an honest warm start (~5% of episodes touch hidden material, fewer then
+submit), so the honest improvement dominates. When no honest solve fits the budget, every reward comes
+from a shortcut, and RL finds it: what this shows is that hacking is *learnable* once it is what pays.
+
+* :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
+  the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
+* :func:`hack_curves` -- many runs (algorithms x guards x seeds) over a process pool;
+* ``python -m rltutor.experiments.agents --algos ppo grpo --guards none --seeds 0 1 2 3 4 --out FILE.csv``
+  writes the CSV and, beside it, FILE.cmd with the command that made it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import pandas as pd
+
+from rltutor.config import GUARD_POLICIES, make_config, template_settings
+from rltutor.train import Trainer
+
+__all__ = ["run_agent", "hack_curves", "summarize", "main"]
+
+COLUMNS = ("update", "env_steps", "hack_rate", "solve_rate", "success_rate", "episode_return", "attempt_rate",
+           "intercepts_per_episode", "missed_per_episode", "decoy_turns_per_episode", "cut_short_rate",
+           "timeout_rate", "mean_turns", "segments_per_episode", "grad_norm", "approx_kl", "clip_frac", "entropy",
+           "time_s")
+
+
+def run_agent(algo: str = "ppo", seed: int = 0, guard: str = "none", updates: int = 40, **overrides) -> pd.DataFrame:
+    """One training run of the template agent: ``updates`` updates of 64 episodes; one row per update."""
+    if guard not in GUARD_POLICIES:
+        raise ValueError(f"guard must be one of {GUARD_POLICIES}, got {guard!r}")
+    settings = {**template_settings(algo), "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
+    trainer = Trainer(make_config(algo, **settings))
+    for _ in range(updates):
+        trainer.step()
+    df = trainer.history_frame()
+    df = df[[c for c in COLUMNS if c in df.columns]].copy()
+    df.insert(0, "seed", seed)
+    df.insert(0, "guard", guard)
+    df.insert(0, "algo", algo)
+    return df
+
+
+def _run(args: tuple) -> pd.DataFrame:
+    algo, seed, guard, updates, threads = args
+    import torch
+
+    torch.set_num_threads(threads)
+    return run_agent(algo, seed, guard, updates)
+
+
+def hack_curves(algos=("ppo", "grpo"), guards=("none",), seeds=(0, 1, 2, 3, 4), updates: int = 40,
+                workers: int | None = None) -> pd.DataFrame:
+    """Every (algo, guard, seed) run, ``workers`` processes at a time (default: the CPU count); the rows of
+    all runs, one per update."""
+    jobs = [(a, s, g, updates, 1) for a in algos for g in guards for s in seeds]
+    workers = workers or os.cpu_count() or 1
+    if workers == 1:
+        frames = [_run(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            frames = list(pool.map(_run, jobs))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
+    """Per (algo, guard, seed): the first update's and the mean of the ``last`` updates' metrics."""
+    keys = ["algo", "guard", "seed"]
+    cols = [c for c in COLUMNS if c in df.columns and c not in ("update", "env_steps", "time_s")]
+    first = df[df["update"] == 1].set_index(keys)[["hack_rate", "solve_rate", "episode_return"]].add_suffix("_start")
+    end = df[df["update"] > df["update"].max() - last].groupby(keys)[cols].mean()
+    return first.join(end).reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rltutor.experiments.agents", description=__doc__.split("\n")[0])
+    p.add_argument("--algos", nargs="+", default=["ppo", "grpo"])
+    p.add_argument("--guards", nargs="+", default=["none"], choices=GUARD_POLICIES)
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--updates", type=int, default=40, help="updates per run (64 episodes each)")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: the CPU count)")
+    p.add_argument("--out", required=True, help="CSV file; FILE.cmd beside it gets the command")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    df.to_csv(args.out, index=False, float_format="%.5g")
+    cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    with open(os.path.splitext(args.out)[0] + ".cmd", "w") as f:
+        f.write(cmd + "\n")
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(summarize(df).round(3).to_string(index=False))
+    print(f"{len(df)} rows in {time.perf_counter() - t0:.0f} s; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
