@@ -405,7 +405,7 @@ LM_OVERRIDES: dict[str, dict] = {
 
 LM_SCALES = {
     # prompts x group size, RL updates, model width, SFT steps, learning rate
-    "quick": dict(num_groups=4, group_size=8, steps=40, n_embd=64, sft_steps=150, lr=3e-4),
+    "quick": dict(num_groups=8, group_size=8, steps=40, n_embd=64, sft_steps=150, lr=3e-4),
     "full": dict(num_groups=16, group_size=8, steps=300, n_embd=128, sft_steps=400, lr=3e-4),
 }
 """The language-model chapters' sizes per scale; ``steps`` is the number of RL updates of a chapter's run."""
