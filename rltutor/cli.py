@@ -169,7 +169,10 @@ def _new_config(args):
     tuned = tuned_settings(algo, env, scale) if (args.hparams or "tuned") == "tuned" else None
     if tuned is not None:
         overrides.update(tuned)
-    overrides.update(_parse_set(args.set))
+    sets = _parse_set(args.set)
+    if "algo" in sets:
+        raise ValueError(f"--set algo={sets['algo']}: pick the preset with --algo {sets['algo']}")
+    overrides.update(sets)
     for flag, key in ((args.env, "env"), (args.steps, "total_steps"), (args.seed, "seed"),
                       (args.group_size, "group_size")):
         if flag is not None:

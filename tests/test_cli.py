@@ -125,6 +125,7 @@ BAD_INPUT = [
     (["--set", "target_kl=0"], "target_kl"),
     (["--set", "hidden=64,x"], "comma-separated integers"),
     (["--set", "lr"], "KEY=VALUE"),
+    (["--set", "algo=grpo"], "--algo grpo"),
     (["--env", "corridor", "--set", "env_options={'horizont': 3}"], "horizont"),
     (["--checkpoint-every", "0"], "--checkpoint-every"),
     (["--steps", "0"], "--steps"),
