@@ -97,3 +97,103 @@ def test_minibatch_whitening_ignores_the_scale_and_offset_of_the_advantages(monk
         assert m1["policy_loss"] == pytest.approx(m3["policy_loss"], abs=1e-5)
         for a, b in zip(p1, p3, strict=True):
             torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+# --- survivors of scripts/mutation.sh that change what a reader sees ---------------------------
+
+
+def padded(seed: int = 3):
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.ones(4, 5)
+    mask[0, 3:] = 0
+    mask[2, 1:] = 0
+    return g, mask
+
+
+def test_value_clipping_follows_the_formula():
+    from rltutor.losses import value_loss
+
+    g, mask = padded()
+    old = torch.randn(4, 5, generator=g)
+    values = old + torch.randn(4, 5, generator=g)  # moves of about 1, well past the clip of 0.2
+    returns = torch.randn(4, 5, generator=g)
+    clip = 0.2
+    v_clip = old + (values - old).clamp(-clip, clip)
+    want = torch.maximum((values - returns) ** 2, (v_clip - returns) ** 2) / 2  # 1/2 max((V-R)^2, (V_clip-R)^2)
+    got = value_loss(values, old, returns, mask, clip=clip, agg=None)
+    torch.testing.assert_close(got, want * mask)
+    torch.testing.assert_close(value_loss(values, old, returns, mask, clip=clip), (want * mask).sum() / mask.sum())
+
+
+def test_policy_loss_statistics_follow_their_formulas():
+    from rltutor.losses import policy_loss
+
+    g, mask = padded()
+    old = -torch.rand(4, 5, generator=g) - 0.1
+    logp = old + 0.5 * torch.randn(4, 5, generator=g)
+    adv = torch.randn(4, 5, generator=g)
+    _, st = policy_loss(logp, old, adv, mask, kind="ppo")
+    v = mask.bool()
+    log_rho = (logp - old)[v]
+    rho = log_rho.exp()
+    assert st["approx_kl"] == pytest.approx(float(((rho - 1) - log_rho).mean()), rel=1e-5)  # k3
+    assert st["ratio_mean"] == pytest.approx(float(rho.mean()), rel=1e-5)
+    assert st["ratio_max"] == pytest.approx(float(rho.max()), rel=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["gspo", "gmpo"])
+def test_sequence_losses_average_over_rows_with_tokens_only(kind):
+    from rltutor.losses import policy_loss
+
+    g, mask = padded()
+    old = -torch.rand(4, 5, generator=g) - 0.1
+    logp = old + 0.1 * torch.randn(4, 5, generator=g)
+    adv = torch.randn(4, 1, generator=g).expand(4, 5)
+    empty = torch.cat([mask, torch.zeros(1, 5)])  # a fifth row without a valid token must not count
+    pad = torch.zeros(1, 5)
+    with_empty, _ = policy_loss(torch.cat([logp, pad]), torch.cat([old, pad]), torch.cat([adv, pad]), empty,
+                                kind=kind, clip_low=0.2, clip_high=0.2)
+    without, _ = policy_loss(logp, old, adv, mask, kind=kind, clip_low=0.2, clip_high=0.2)
+    torch.testing.assert_close(with_empty, without)
+
+
+def test_batch_whitening_ignores_the_scale_and_offset_of_the_advantages(monkeypatch):
+    mask = hand_batch()["mask"]
+    adv = torch.randn(B, T, generator=torch.Generator().manual_seed(1)) * mask
+    m1, p1 = update_with_advantages(monkeypatch, adv, norm_adv="batch", minibatches=2)
+    m2, p2 = update_with_advantages(monkeypatch, (5.0 * adv - 2.0) * mask, norm_adv="batch", minibatches=2)
+    assert m1["policy_loss"] == pytest.approx(m2["policy_loss"], abs=1e-5)
+    m3, _ = update_with_advantages(monkeypatch, (5.0 * adv - 2.0) * mask, norm_adv="none", minibatches=2)
+    assert m3["policy_loss"] != pytest.approx(m1["policy_loss"], abs=1e-3)  # without whitening it does change
+    for a, b in zip(p1, p2, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_dynamic_sampling_drops_exactly_the_dead_groups():
+    t = trainer("dapo", minibatches=1)
+    batch = hand_batch()  # two groups of three rows
+    batch["rewards"] = torch.zeros(B, T)
+    batch["rewards"][3, 0] = 1.0  # group 1 has a spread of scores, group 0 is dead
+    row = t.update(batch)
+    assert row["rows"] == 3 and row["zero_std_frac"] == 0.5
+    batch["rewards"][3, 0] = 0.0  # every group dead: nothing to learn, no step
+    before = [p.detach().clone() for p in t.policy.parameters()]
+    assert t.update(batch)["rows"] == 0
+    assert all(torch.equal(p, q) for p, q in zip(before, t.policy.parameters(), strict=True))
+
+
+def test_kl_to_the_reference_is_reported_and_lowers_the_rewards(monkeypatch):
+    t = trainer("grpo", kl_coef=0.5, kl_in_reward=True, kl_kind="k1", norm_adv="none")
+    batch = hand_batch()
+    ref = policy_out(t, batch)["logp"]
+    batch["logp"] = ref + 0.3 * batch["mask"]  # the sampling policy sits 0.3 nats above pi_ref per token
+    seen = {}
+
+    def spy(estimator, *, rewards, **kw):
+        seen["rewards"] = rewards
+        return torch.zeros_like(rewards), None
+
+    monkeypatch.setattr(train_module, "compute_advantages", spy)
+    row = t.update(batch)
+    assert row["kl_ref"] == pytest.approx(0.3, abs=1e-4)  # k1 = log pi - log pi_ref, masked mean
+    torch.testing.assert_close(seen["rewards"], batch["rewards"] - 0.5 * 0.3 * batch["mask"], atol=1e-5, rtol=0)
