@@ -36,6 +36,8 @@ cd "$WORK"
 export OMP_NUM_THREADS=1 PYTHONPATH="$WORK"
 "$PY" -m mutmut run --max-children "${MUTATION_JOBS:-2}" "$@" || true
 "$PY" -m mutmut results > "$WORK/results.txt" 2>&1 || true
-echo "survivors (and other non-killed mutants), from $WORK/results.txt:"
-grep -v ": killed" "$WORK/results.txt" || echo "none"
+# `mutmut results` lists the mutants not killed: "survived" (no test noticed), "not checked" (outside the scope)
+echo "survivors, from $WORK/results.txt:"
+grep ": survived" "$WORK/results.txt" || echo "none"
+echo "survived: $(grep -c ': survived' "$WORK/results.txt" || true); timeouts/suspicious: $(grep -cE ': (timeout|suspicious)' "$WORK/results.txt" || true)"
 echo "copy: $WORK   (cd there; $PY -m mutmut show NAME)"
