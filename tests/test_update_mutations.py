@@ -197,3 +197,16 @@ def test_kl_to_the_reference_is_reported_and_lowers_the_rewards(monkeypatch):
     row = t.update(batch)
     assert row["kl_ref"] == pytest.approx(0.3, abs=1e-4)  # k1 = log pi - log pi_ref, masked mean
     torch.testing.assert_close(seen["rewards"], batch["rewards"] - 0.5 * 0.3 * batch["mask"], atol=1e-5, rtol=0)
+
+
+def test_gae_defaults_are_gamma_1_and_lambda_1():
+    from rltutor.advantages import gae
+
+    g, mask = padded()
+    rewards, values = torch.randn(4, 5, generator=g), torch.randn(4, 5, generator=g)
+    for a, b in zip(gae(rewards, values, mask), gae(rewards, values, mask, gamma=1.0, lam=1.0), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_epochs_run_counts_the_passes():
+    assert trainer("grpo", epochs=3).update(hand_batch())["epochs_run"] == 3
