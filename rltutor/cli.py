@@ -9,30 +9,115 @@
 ``train`` writes to ``--out``: ``config.json`` (the resolved config), ``metrics.csv`` (one row per
 update: env_steps, episode_return = mean return of the episodes finished in that update, losses,
 entropy, approx_kl, clip_frac, grad_norm, explained_variance, zero_std_frac, time_s...),
-``learning_curve.png`` and ``checkpoint.pt``.
+``learning_curve.png`` and ``checkpoint.pt``. metrics.csv grows by one flushed row per update, so a
+crash keeps the metrics so far. A folder that already holds a run is refused unless ``--resume`` (continue
+it, with its stored config: flags that contradict it are refused) or ``--overwrite`` (delete it first).
+Ctrl-C finishes the update, saves a checkpoint and says how to resume (exit 130). Bad input is one line
+on stderr and exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
+import glob
 import json
 import os
 import sys
+import types
+import typing
 
 __all__ = ["main"]
 
+RUN_FILES = ("checkpoint.pt", "config.json", "metrics.csv")
+"""files that mark a folder as holding a run"""
+OUTPUT_FILES = RUN_FILES + ("learning_curve.png",)
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def _field_types() -> dict[str, object]:
+    """Config's settable fields and their annotated types (derived fields left out)."""
+    from rltutor.config import Config
+
+    hints = typing.get_type_hints(Config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Config) if f.init}
+
+
+def _parse_value(key: str, text: str, tp) -> object:
+    """``text`` read as the annotated type ``tp`` of the Config field ``key``; ValueError if it is not one."""
+    s = text.strip()
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
+        if s.lower() in ("none", "null"):
+            return None
+        tp = next(a for a in args if a is not type(None))
+    bad = f"--set {key}={text}: {key} expects "
+    if tp is bool:
+        if s.lower() in _TRUE:
+            return True
+        if s.lower() in _FALSE:
+            return False
+        raise ValueError(bad + f"true or false, got {text!r}")
+    if tp is int:
+        try:
+            return int(s)
+        except ValueError:
+            try:
+                f = float(s)  # 1e5
+            except ValueError:
+                f = None
+            if f is not None and f.is_integer():
+                return int(f)
+            raise ValueError(bad + f"an integer, got {text!r}") from None
+    if tp is float:
+        try:
+            return float(s)
+        except ValueError:
+            raise ValueError(bad + f"a number, got {text!r}") from None
+    if typing.get_origin(tp) is tuple:  # hidden=64,64 or (64, 64) or 64
+        parts = [p.strip() for p in s.strip("()[] ").split(",") if p.strip()]
+        try:
+            return tuple(int(p) for p in parts)
+        except ValueError:
+            raise ValueError(bad + f"comma-separated integers such as 64,64, got {text!r}") from None
+    if tp is dict:
+        try:
+            v = ast.literal_eval(s)
+        except (ValueError, SyntaxError):
+            v = None
+        if not isinstance(v, dict):
+            raise ValueError(bad + f"a dict such as {{'horizon': 200}}, got {text!r}")
+        return v
+    return s  # a string: agg=token-mean, device=cuda
+
+
 def _parse_set(items: list[str]) -> dict:
+    """``--set KEY=VALUE`` items as Config overrides, each value read as its field's type."""
+    types_ = _field_types()
     out = {}
     for item in items:
         if "=" not in item:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}; e.g. --set lr=1e-3")
         k, v = item.split("=", 1)
-        try:
-            out[k.strip()] = ast.literal_eval(v)
-        except (ValueError, SyntaxError):
-            out[k.strip()] = v  # a bare string such as agg=token-mean
+        k = k.strip()
+        if k not in types_:
+            raise ValueError(f"--set {item}: unknown config field {k!r}; valid: {', '.join(sorted(types_))}")
+        out[k] = _parse_value(k, v, types_[k])
     return out
+
+
+def _check_out(out: str) -> None:
+    """``--out`` must be a folder we can create or write into; checked before anything is written."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out {out} is a file, not a folder; give a folder path")
+    probe = os.path.abspath(out)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ValueError(f"--out {out}: {probe} is a file, so the folder cannot be made there")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: cannot write into {probe} (permission denied); pick another folder")
 
 
 def plot_learning_curve(history, path: str, title: str = "") -> None:
@@ -54,54 +139,140 @@ def plot_learning_curve(history, path: str, title: str = "") -> None:
     plt.close(fig)
 
 
-def _train(args) -> int:
+def _agent_flags(args):
+    """The multi-turn agent's flags (env toolshell) with the Config fields they set."""
+    return ((args.context_budget, "context_budget"), (args.compaction, "compaction"),
+            (args.sub_advantage, "sub_advantage"), (args.guard, "guard"), (args.agent_policy, "agent_policy"))
+
+
+def _resume_conflicts(args, stored: dict) -> list[str]:
+    """The flags given with --resume that contradict the run's stored config, each with the stored value."""
+    opts = stored.get("env_options", {})
+    given = [("--algo", args.algo, stored.get("algo")), ("--env", args.env, stored.get("env")),
+             ("--seed", args.seed, stored.get("seed")), ("--group-size", args.group_size, stored.get("group_size")),
+             ("--scale", args.scale, stored.get("scale")), ("--horizon", args.horizon, opts.get("horizon")),
+             ("--reward-noise", args.reward_noise, opts.get("reward_noise")),
+             *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _agent_flags(args))]
+    bad = [f"{flag} {new} (the run's is {old!r})" for flag, new, old in given if new is not None and new != old]
+    if args.hide_progress and opts.get("observe_progress", True):
+        bad.append("--hide-progress (the run observes progress)")
+    if args.hparams is not None:
+        bad.append(f"--hparams {args.hparams} (applies to a new run only)")
+    for k, v in _parse_set(args.set).items():
+        old = stored.get(k)
+        same = list(v) == list(old) if isinstance(v, tuple) and isinstance(old, list | tuple) else v == old
+        if k != "total_steps" and not same:
+            bad.append(f"--set {k}={v!r} (the run's is {old!r})")
+    return bad
+
+
+def _new_config(args):
+    """The Config of a new run from the flags; bad values are a ValueError naming them."""
     from rltutor.config import Config, make_config, tuned_settings
+
+    algo, scale = args.algo or "ppo", args.scale or "quick"
+    overrides = {"scale": scale}
+    env = args.env or Config.env
+    tuned = tuned_settings(algo, env, scale) if (args.hparams or "tuned") == "tuned" else None
+    if tuned is not None:
+        overrides.update(tuned)
+    sets = _parse_set(args.set)
+    if "algo" in sets:
+        raise ValueError(f"--set algo={sets['algo']}: pick the preset with --algo {sets['algo']}")
+    overrides.update(sets)
+    for flag, key in ((args.env, "env"), (args.steps, "total_steps"), (args.seed, "seed"),
+                      (args.group_size, "group_size"), *_agent_flags(args)):
+        if flag is not None:
+            overrides[key] = flag
+    if overrides.get("agent_policy") == "templates":  # the template agent's settings; --set and flags win
+        from rltutor.config import template_settings
+
+        overrides = {**template_settings(algo), **overrides}
+    env_options = dict(overrides.pop("env_options", {}))
+    if args.horizon is not None:
+        env_options["horizon"] = args.horizon
+    if args.reward_noise is not None:
+        env_options["reward_noise"] = args.reward_noise
+    if args.hide_progress:
+        env_options["observe_progress"] = False
+    try:
+        config = make_config(algo, env_options=env_options, **overrides)
+    except (TypeError, KeyError) as e:  # a value of the wrong kind that the checks did not name
+        raise ValueError(f"bad config value: {e}") from None
+    if tuned is not None:
+        print(f"using tuned settings for {algo} on {env} at {scale} scale (--hparams defaults for the preset's own)")
+    return config
+
+
+def _remove_run(out: str) -> None:
+    for name in OUTPUT_FILES:
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            os.remove(path)
+    for tmp in glob.glob(os.path.join(glob.escape(out), "*.tmp*")):
+        os.remove(tmp)
+
+
+def _train(args) -> int:
     from rltutor.train import Trainer
 
-    os.makedirs(args.out, exist_ok=True)
+    if args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1 (updates between checkpoints), got {args.checkpoint_every}")
+    if args.steps is not None and args.steps < 1:
+        raise ValueError(f"--steps must be >= 1 (environment steps), got {args.steps}")
+    if args.resume and args.overwrite:
+        raise ValueError("--resume continues the run in --out and --overwrite deletes it: give one of them")
+    _check_out(args.out)
     ckpt = os.path.join(args.out, "checkpoint.pt")
     if args.resume:
         if not os.path.exists(ckpt):
             raise ValueError(f"--resume: no checkpoint at {ckpt}; run without --resume first")
-        trainer = Trainer.load(ckpt, **({"total_steps": args.steps} if args.steps else {}))
+        state = Trainer.read_checkpoint(ckpt)
+        bad = _resume_conflicts(args, state["config"])
+        if bad:
+            raise ValueError(f"--resume continues the run in {args.out} with its stored config; these flags "
+                             f"contradict it: {'; '.join(bad)}. Drop them (only --steps may change), or start a "
+                             "new run in another --out")
+        budget = args.steps or dict(_parse_set(args.set)).get("total_steps")
+        trainer = Trainer.from_state(state, source=ckpt, **({"total_steps": budget} if budget else {}))
     else:
-        overrides = {"scale": args.scale}
-        env = args.env or Config.env
-        tuned = tuned_settings(args.algo, env, args.scale) if args.hparams == "tuned" else None
-        if tuned is not None:
-            overrides.update(tuned)
-            print(f"using tuned settings for {args.algo} on {env} at {args.scale} scale "
-                  "(--hparams defaults for the preset's own)")
-        overrides.update(_parse_set(args.set))
-        for flag, key in ((args.env, "env"), (args.steps, "total_steps"), (args.seed, "seed"),
-                          (args.group_size, "group_size")):
-            if flag is not None:
-                overrides[key] = flag
-        for flag, key in ((args.context_budget, "context_budget"), (args.compaction, "compaction"),
-                          (args.sub_advantage, "sub_advantage"), (args.guard, "guard"),
-                          (args.agent_policy, "agent_policy")):  # the multi-turn agent (env toolshell)
-            if flag is not None:
-                overrides[key] = flag
-        if overrides.get("agent_policy") == "templates":  # the template agent's settings; --set and flags win
-            from rltutor.config import template_settings
-
-            overrides = {**template_settings(args.algo), **overrides}
-        env_options = dict(overrides.pop("env_options", {}))
-        if args.horizon is not None:
-            env_options["horizon"] = args.horizon
-        if args.reward_noise is not None:
-            env_options["reward_noise"] = args.reward_noise
-        if args.hide_progress:
-            env_options["observe_progress"] = False
-        config = make_config(args.algo, env_options=env_options, **overrides)
-        trainer = Trainer(config)
-    config: Config = trainer.config
+        config = _new_config(args)
+        found = [n for n in RUN_FILES if os.path.exists(os.path.join(args.out, n))]
+        if found and not args.overwrite:
+            raise ValueError(f"{args.out} already holds a run ({', '.join(found)}); continue it with "
+                             f"rltutor train --out {args.out} --resume, delete it with --overwrite, or pick "
+                             "another --out")
+        try:
+            trainer = Trainer(config)
+        except TypeError as e:  # an environment refusing an option: bad input, not a bug
+            if not config.env_options or "keyword argument" not in str(e):
+                raise
+            raise ValueError(f"env_options {config.env_options} do not fit the {config.env!r} environment "
+                             f"({e})") from None
+        if args.overwrite:
+            _remove_run(args.out)
+    config = trainer.config
+    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config.to_dict(), f, indent=2)
-    history = trainer.train(progress=not args.no_progress, checkpoint=ckpt, checkpoint_every=args.checkpoint_every)
-    history.to_csv(os.path.join(args.out, "metrics.csv"), index=False)
-    plot_learning_curve(history, os.path.join(args.out, "learning_curve.png"),
-                        title=f"{config.algo} on {config.env}, seed {config.seed}")
+    metrics = os.path.join(args.out, "metrics.csv")
+    plot = os.path.join(args.out, "learning_curve.png")
+    title = f"{config.algo} on {config.env}, seed {config.seed}"
+    try:
+        history = trainer.train(progress=not args.no_progress, checkpoint=ckpt,
+                                checkpoint_every=args.checkpoint_every, metrics=metrics)
+    except KeyboardInterrupt:
+        if trainer.last_saved is None:
+            print(f"rltutor: interrupted before the first checkpoint; nothing to resume in {args.out}",
+                  file=sys.stderr)
+            return 130
+        if trainer.history:
+            plot_learning_curve(trainer.history_frame(), plot, title=title)
+        update, steps = trainer.last_saved
+        print(f"rltutor: interrupted; {ckpt} holds update {update} ({steps} env steps); continue with: "
+              f"rltutor train --out {args.out} --resume", file=sys.stderr)
+        return 130
+    plot_learning_curve(history, plot, title=title)
     last = history["return_last10"].iloc[-1] if len(history) else float("nan")
     print(f"done: {trainer.env_steps} env steps in {trainer.elapsed:.1f} s, mean return of the last 10 "
           f"episodes {last:.3g}; wrote {args.out}/metrics.csv, config.json, learning_curve.png, checkpoint.pt")
@@ -133,9 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rltutor", description="rltutor: RL for language models, small enough to read.")
     sub = p.add_subparsers(dest="command", metavar="{train,list,guard}")
     t = sub.add_parser("train", help="train a policy with one of the registered algorithms")
-    t.add_argument("--algo", default="ppo", help="a preset: ppo, grpo, dr_grpo, dapo, rloo... (rltutor list)")
+    t.add_argument("--algo", default=None, help="a preset: ppo (default), grpo, dr_grpo, dapo, rloo... (rltutor list)")
     t.add_argument("--env", default=None, help="environment name, e.g. CartPole-v1, Acrobot-v1, corridor")
-    t.add_argument("--steps", type=int, default=None, help="training budget in environment steps")
+    t.add_argument("--steps", type=int, default=None,
+                   help="training budget in environment steps; the lr anneals linearly to 0 at it. With --resume, "
+                        "a new budget: the lr continues from its value at the checkpoint down to 0 at the new "
+                        "budget (never back up); the same budget continues the run exactly")
     t.add_argument("--seed", type=int, default=None, help="random seed (default 1)")
     t.add_argument("--out", required=True, help="output directory")
     t.add_argument("--group-size", type=int, default=None, help="G, episodes per group (GRPO family)")
@@ -150,15 +324,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--agent-policy", choices=("tokens", "templates"), default=None,
                    help="toolshell: a TinyGPT writes commands (tokens) or an MLP picks templates (templates)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any Config field, e.g. --set lr=1e-3 (repeatable)")
-    t.add_argument("--hparams", choices=("tuned", "defaults"), default="tuned",
+                   help="override any Config field, read as its type: --set lr=1e-3, --set anneal_lr=false, "
+                        "--set hidden=64,64, --set max_grad_norm=none (repeatable)")
+    t.add_argument("--hparams", choices=("tuned", "defaults"), default=None,
                    help="tuned: settings tuned for this algorithm and environment where we have them "
-                        "(rltutor.config.tuned_settings); defaults: the preset's own")
-    t.add_argument("--scale", choices=("quick", "full"), default="quick",
+                        "(rltutor.config.tuned_settings, the default); defaults: the preset's own")
+    t.add_argument("--scale", choices=("quick", "full"), default=None,
                    help="the size tuned settings are taken from (token tasks: model width, SFT steps, batch): "
-                        "quick for a CPU, full for a GPU; recorded in config.json")
+                        "quick (default) for a CPU, full for a GPU; recorded in config.json")
     t.add_argument("--checkpoint-every", type=int, default=10, help="updates between checkpoints")
-    t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    t.add_argument("--resume", action="store_true",
+                   help="continue the run in OUT from OUT/checkpoint.pt with its stored config (flags that "
+                        "contradict it are refused; --steps may set a new budget)")
+    t.add_argument("--overwrite", action="store_true",
+                   help="OUT holds a run: delete its checkpoint, config, metrics and plot first")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
     ls = sub.add_parser("list", help="list algorithms, environments, estimators and losses")
@@ -177,9 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.func(args)
-    except ValueError as e:
+    except ValueError as e:  # bad input, named by the check that caught it; a bug elsewhere keeps its traceback
         print(f"rltutor: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("rltutor: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rltutor.advantages import ESTIMATORS, GROUP_METHODS
 from rltutor.envs import ENVS
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
@@ -83,7 +85,9 @@ class Config:
     seed: int = 1
     """seeds the policy initialization, the action sampling, the shuffling and the environments"""
     total_steps: int = 100_000
-    """training budget in environment steps (for language models: generated tokens)"""
+    """training budget in environment steps (for language models: generated tokens); also the end of the
+    lr annealing. Resuming with a new budget (``--resume --steps N``) anneals from the lr at the checkpoint
+    down to 0 at N, never raising it; the same budget continues the run exactly"""
     device: str = "cpu"
     """"cpu", "cuda", "mps" or "auto" (cuda, then mps, then cpu); small MLPs are fastest on cpu"""
     torch_threads: int | None = 1
@@ -201,7 +205,8 @@ class Config:
     lr: float = 2.5e-4
     """Adam learning rate"""
     anneal_lr: bool = True
-    """decay the learning rate linearly to 0 over total_steps"""
+    """decay the learning rate linearly to 0 over total_steps (a new budget on resume: from the lr at the
+    checkpoint down to 0 at the new budget, see total_steps)"""
     epochs: int = 4
     """passes over each batch"""
     minibatches: int = 4
@@ -302,6 +307,13 @@ class Config:
                 check_number(name, getattr(self, name), 0.0, None, low_open=True, none_ok=True)
         if self.dual_clip is not None:
             check_number("dual_clip", self.dual_clip, 1.0, None, low_open=True, none_ok=True)
+        for name in ("same_seed", "critic", "shared_trunk", "kl_in_reward", "dynamic_sampling", "anneal_lr"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.env_options, dict):
+            raise ValueError(f"env_options must be a dict, e.g. {{'horizon': 200}}, got {self.env_options!r}")
+        if not isinstance(self.hidden, tuple | list):
+            raise ValueError(f"hidden must be a tuple of layer sizes, e.g. (64, 64), got {self.hidden!r}")
         self.hidden = tuple(self.hidden)
         for h in self.hidden:
             check_int("hidden sizes", h, 1)

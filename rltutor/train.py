@@ -35,7 +35,8 @@ One update (:meth:`Trainer.update`), with the paper's symbols:
 Implementation details (numbered as in CleanRL's docs, "The 37 Implementation Details of PPO")
 
 1. Adam with eps = 1e-5 (fused: one kernel per step), learning rate annealed linearly to 0 over
-   ``total_steps`` env steps.
+   ``total_steps`` env steps. A resumed run given a new budget continues the line from the present lr
+   down to 0 at the new budget, never raising it (:meth:`Trainer._lr`).
 2. Minibatches are sets of *rows* (episodes or episode pieces), not of single steps, so a row's
    steps stay together: what aggregation modes such as "seq-mean-token-mean" need.
 3. The value loss is clipped around the old values when ``vf_clip`` is set (CleanRL default 0.2)
@@ -66,10 +67,14 @@ minibatch more correlated.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
 import random
+import signal
+import sys
+import threading
 import time
 
 import numpy as np
@@ -79,7 +84,7 @@ from rltutor.advantages import compute_advantages, dead_groups, discounted_retur
 from rltutor.build import build
 from rltutor.config import Config
 from rltutor.losses import aggregate, kl_penalty, policy_loss, value_loss
-from rltutor.utils import get_device, seed_everything
+from rltutor.utils import check_int, get_device, seed_everything
 
 __all__ = ["Trainer", "CHECKPOINT_FORMAT"]
 
@@ -132,6 +137,10 @@ class Trainer:
         self.elapsed = 0.0  # wall-clock seconds spent in step()
         self.history: list[dict] = []  # one dict of metrics per update
         self.episodes: list[dict] = []  # every finished episode: env_steps, return, length, time_s
+        # The lr schedule: linear from lr_anchor at env step lr_anchor_steps down to 0 at lr_horizon
+        # (see _lr); a new budget moves the anchor to the present, never raising the lr.
+        self.lr_anchor_steps, self.lr_anchor, self.lr_horizon = 0, config.lr, config.total_steps
+        self.last_saved: tuple[int, int] | None = None  # (update_idx, env_steps) of the last save()
 
     # ------------------------------------------------------------------------------------------
     # One update
@@ -253,11 +262,37 @@ class Trainer:
     # The loop
     # ------------------------------------------------------------------------------------------
 
+    def _lr(self) -> float:
+        """The learning rate of the next update.
+
+        With ``anneal_lr``: lr_k = lr_0 * (1 - steps_k / total_steps), linear to 0 at the budget. When the
+        budget changes (``Trainer.load(path, total_steps=N)``, ``rltutor train --resume --steps N``), the
+        line restarts from the present: from the lr the next update would have had (or, once the old
+        budget is spent and that is 0, the lr of the last update) down to 0 at the new budget. So a new
+        budget never raises the lr above its value at the checkpoint, and the same budget changes nothing.
+        """
+        c = self.config
+        if not c.anneal_lr:
+            return c.lr
+        if self.lr_horizon != c.total_steps:  # a new budget: re-anchor the line at the present
+            lr_now = self._annealed(self.env_steps)
+            if lr_now <= 0 and self.history:
+                lr_now = float(self.history[-1]["lr"])
+            self.lr_anchor_steps, self.lr_anchor, self.lr_horizon = self.env_steps, lr_now, c.total_steps
+        return self._annealed(self.env_steps)
+
+    def _annealed(self, steps: int) -> float:
+        """lr_anchor * (1 - (steps - anchor_steps) / (horizon - anchor_steps)), floored at 0."""
+        span = self.lr_horizon - self.lr_anchor_steps
+        if span <= 0:
+            return 0.0
+        return self.lr_anchor * max(0.0, 1.0 - (steps - self.lr_anchor_steps) / span)
+
     def step(self) -> dict:
         """Collect one batch, update once, append and return the metrics."""
         c = self.config
         t0 = time.perf_counter()
-        lr = c.lr * max(0.0, 1.0 - self.env_steps / c.total_steps) if c.anneal_lr else c.lr
+        lr = self._lr()
         for g in self.optimizer.param_groups:
             g["lr"] = lr  # linear annealing: lr_k = lr_0 * (1 - steps / total_steps)
         self.policy.eval()
@@ -286,25 +321,46 @@ class Trainer:
         return row
 
     def train(self, total_steps: int | None = None, progress: bool = True, checkpoint: str | None = None,
-              checkpoint_every: int = 10):
+              checkpoint_every: int = 10, metrics: str | None = None):
         """Run until ``total_steps`` env steps (default: the config's); return the history as a DataFrame.
 
-        With ``checkpoint`` set, save there every ``checkpoint_every`` updates and at the end.
+        With ``checkpoint`` set, save there every ``checkpoint_every`` updates and at the end; a Ctrl-C
+        (SIGINT) then lets the current update finish, saves, and raises :class:`KeyboardInterrupt` (a
+        second Ctrl-C stops at once, keeping the last checkpoint). With ``metrics`` set, each update's
+        row is appended to that CSV file and flushed as it is made; the file always equals
+        ``history_frame().to_csv(metrics, index=False)`` up to the last update (rewritten whole when a
+        new column appears, and at every checkpoint and at the end).
         """
         from tqdm.auto import tqdm
 
+        if checkpoint and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                           or checkpoint_every < 1):
+            raise ValueError(f"checkpoint_every must be an integer >= 1 (updates between checkpoints), "
+                             f"got {checkpoint_every!r}")
         total = self.config.total_steps if total_steps is None else int(total_steps)
-        with tqdm(total=total, initial=min(self.env_steps, total), disable=not progress, unit="step",
-                  desc=f"{self.config.algo} {self.config.env}") as bar:
-            while self.env_steps < total:
+        log = _CsvLog(metrics) if metrics else None
+        if log:
+            log.rewrite(self.history)  # start from the history this trainer holds (a resumed run's)
+        with _deferred_interrupt(enabled=bool(checkpoint)) as interrupted, \
+                tqdm(total=total, initial=min(self.env_steps, total), disable=not progress, unit="step",
+                     desc=f"{self.config.algo} {self.config.env}") as bar:
+            while self.env_steps < total and not interrupted():
                 before = self.env_steps
                 row = self.step()
+                if log:
+                    log.append(self.history)
                 bar.update(min(self.env_steps, total) - min(before, total))
                 bar.set_postfix(ret=f"{row['return_last10']:.3g}", refresh=False)
                 if checkpoint and self.update_idx % checkpoint_every == 0:
                     self.save(checkpoint)
-        if checkpoint:
-            self.save(checkpoint)
+                    if log:
+                        log.rewrite(self.history)
+            if checkpoint:
+                self.save(checkpoint)
+            if log:
+                log.rewrite(self.history)
+            if interrupted():
+                raise KeyboardInterrupt(f"interrupted after update {self.update_idx}; saved {checkpoint}")
         return self.history_frame()
 
     def history_frame(self):
@@ -334,15 +390,24 @@ class Trainer:
             "elapsed": self.elapsed,
             "history": self.history,
             "episodes": self.episodes,
+            "lr_schedule": {"anchor_steps": self.lr_anchor_steps, "anchor_lr": self.lr_anchor,
+                            "horizon": self.lr_horizon},
         }
 
     def save(self, path: str) -> None:
-        """Write a checkpoint atomically (a temporary file, then a rename): a crash never leaves half a file."""
+        """Write a checkpoint atomically (a temporary file, then a rename): a crash never leaves half a
+        file, and a failed or interrupted save removes its temporary file."""
         path = os.fspath(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
-        torch.save(self.state_dict(), tmp)
-        os.replace(tmp, path)
+        try:
+            torch.save(self.state_dict(), tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        self.last_saved = (self.update_idx, self.env_steps)
 
     @staticmethod
     def read_checkpoint(path: str) -> dict:
@@ -396,22 +461,93 @@ class Trainer:
         self.history = list(state["history"])
         self.episodes = list(state.get("episodes", []))
         self.config.total_steps = int(theirs.get("total_steps", self.config.total_steps))
+        sched = state.get("lr_schedule") or {"anchor_steps": 0, "anchor_lr": self.config.lr,
+                                             "horizon": self.config.total_steps}
+        self.lr_anchor_steps, self.lr_anchor = int(sched["anchor_steps"]), float(sched["anchor_lr"])
+        self.lr_horizon = int(sched["horizon"])
+        self.last_saved = (self.update_idx, self.env_steps)
 
     @classmethod
     def load(cls, path: str, policy=None, collector=None, **overrides) -> Trainer:
         """A trainer that continues exactly where the checkpoint at ``path`` stopped.
 
-        ``overrides`` may change only ``total_steps`` (to train longer).
+        ``overrides`` may change only ``total_steps`` (to train longer; the lr schedule then continues
+        from its present value, see :meth:`_lr`).
         """
-        state = cls.read_checkpoint(path)
+        return cls.from_state(cls.read_checkpoint(path), policy, collector, source=str(path), **overrides)
+
+    @classmethod
+    def from_state(cls, state: dict, policy=None, collector=None, source: str = "the checkpoint",
+                   **overrides) -> Trainer:
+        """:meth:`load` from a state already read with :meth:`read_checkpoint`."""
+        for k in overrides:
+            if k != "total_steps":
+                raise ValueError(f"only total_steps may be overridden when resuming, got {k!r}")
         try:
             config = Config.from_dict(state["config"])
         except (TypeError, ValueError) as e:
-            raise ValueError(f"{path} holds a config this version cannot use: {e}") from None
+            raise ValueError(f"{source} holds a config this version cannot use: {e}") from None
         trainer = cls(config, policy, collector)
         trainer.load_state_dict(state)
-        for k, v in overrides.items():
-            if k != "total_steps":
-                raise ValueError(f"only total_steps may be overridden when resuming, got {k!r}")
-            trainer.config.total_steps = int(v)
+        if "total_steps" in overrides:
+            trainer.config.total_steps = check_int("total_steps", overrides["total_steps"], 1)
         return trainer
+
+
+class _CsvLog:
+    """metrics.csv written as the run goes: one appended, flushed row per update; the whole file
+    rewritten (atomically) from the history when a new column appears and on request, so that it always
+    equals ``pandas.DataFrame(history).to_csv(path, index=False)``."""
+
+    def __init__(self, path: str):
+        self.path = os.fspath(path)
+        self.columns: list[str] | None = None
+
+    def rewrite(self, history: list[dict]) -> None:
+        import pandas as pd
+
+        frame = pd.DataFrame(history)
+        tmp = f"{self.path}.tmp{os.getpid()}"
+        try:
+            frame.to_csv(tmp, index=False)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        self.columns = list(frame.columns)
+
+    def append(self, history: list[dict]) -> None:
+        import pandas as pd
+
+        row = history[-1]
+        if self.columns is None or not self.columns or set(row) - set(self.columns):
+            self.rewrite(history)  # a new column: the header changes, so write the whole history
+            return
+        with open(self.path, "a", newline="") as f:
+            pd.DataFrame([row], columns=self.columns).to_csv(f, header=False, index=False)
+            f.flush()
+
+
+@contextlib.contextmanager
+def _deferred_interrupt(enabled: bool = True):
+    """While active, a first Ctrl-C (SIGINT) only sets a flag (the loop finishes its update and saves);
+    a second one raises KeyboardInterrupt at once. Yields a function that says whether one came."""
+    hit: list[bool] = []
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+
+    def handler(signum, frame):
+        if hit:
+            raise KeyboardInterrupt
+        hit.append(True)
+        print("\nrltutor: stopping after this update to save a checkpoint (Ctrl-C again to stop at once)",
+              file=sys.stderr)
+
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield lambda: bool(hit)
+    finally:
+        signal.signal(signal.SIGINT, old if old is not None else signal.SIG_DFL)

@@ -126,3 +126,154 @@ def test_python_dash_m_rltutor_runs_the_command_line():
 
     r = subprocess.run([sys.executable, "-m", "rltutor", "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "train" in r.stdout
+
+
+# --- bad input: one line, exit 2, nothing written ----------------------------------------------
+
+BAD_INPUT = [
+    (["--set", "lr=abc"], "lr expects a number"),
+    (["--set", "nonexistent=1"], "unknown config field 'nonexistent'; valid: agent_policy, agg, algo"),
+    (["--set", "anneal_lr=maybe"], "true or false"),
+    (["--set", "device=bogus"], "unknown device 'bogus'"),
+    (["--set", "torch_threads=0"], "torch_threads"),
+    (["--set", "max_grad_norm=-1"], "max_grad_norm"),
+    (["--set", "max_grad_norm=0"], "max_grad_norm"),
+    (["--set", "ent_coef=-0.1"], "ent_coef"),
+    (["--set", "vf_coef=-1"], "vf_coef"),
+    (["--set", "kl_coef=-0.5"], "kl_coef"),
+    (["--set", "target_kl=-0.01"], "target_kl"),
+    (["--set", "target_kl=0"], "target_kl"),
+    (["--set", "hidden=64,x"], "comma-separated integers"),
+    (["--set", "lr"], "KEY=VALUE"),
+    (["--set", "algo=grpo"], "--algo grpo"),
+    (["--env", "corridor", "--set", "env_options={'horizont': 3}"], "horizont"),
+    (["--checkpoint-every", "0"], "--checkpoint-every"),
+    (["--steps", "0"], "--steps"),
+]
+
+
+@pytest.mark.parametrize("extra, needle", BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, extra, needle):
+    out = tmp_path / "run"
+    assert main(["train", "--out", str(out), "--no-progress", "--steps", "200", *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_a_bad_out_path_is_refused(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out in (afile, afile / "sub"):
+        assert main(["train", "--out", str(out), "--no-progress", "--steps", "200"]) == 2
+        assert "is a file" in capsys.readouterr().err
+    assert afile.read_text() == "keep me"
+
+
+def test_an_unwritable_out_is_refused(tmp_path, capsys):
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.access(locked, os.W_OK):
+        pytest.skip("running as a user who can write anywhere (root)")
+    assert main(["train", "--out", str(locked / "run"), "--no-progress", "--steps", "200"]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_set_reads_each_value_as_its_fields_type():
+    from rltutor.cli import _parse_set
+
+    got = _parse_set(["anneal_lr=false", "critic=True", "hidden=64,64", "lr=1e-3", "total_steps=1e5",
+                      "max_grad_norm=none", "agg=token-mean", "env_options={'horizon': 7}"])
+    assert got == {"anneal_lr": False, "critic": True, "hidden": (64, 64), "lr": 1e-3, "total_steps": 100_000,
+                   "max_grad_norm": None, "agg": "token-mean", "env_options": {"horizon": 7}}
+    assert _parse_set(["hidden=(32, 16)"])["hidden"] == (32, 16) and _parse_set(["hidden=8"])["hidden"] == (8,)
+    assert type(got["total_steps"]) is int
+
+
+# --- a folder that holds a run ------------------------------------------------------------------
+
+def small_run(out, *extra):
+    return ["train", "--out", str(out), "--no-progress", "--steps", "300", "--set", "num_steps=32", *extra]
+
+
+def test_a_new_run_never_overwrites_an_old_one_unless_asked(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(small_run(out, "--seed", "1")) == 0
+    before = {n: (out / n).read_bytes() for n in ("checkpoint.pt", "config.json", "metrics.csv")}
+    assert main(small_run(out, "--seed", "2")) == 2
+    err = capsys.readouterr().err
+    assert "already holds a run" in err and "--resume" in err and "--overwrite" in err
+    assert {n: (out / n).read_bytes() for n in before} == before
+    assert main(small_run(out, "--seed", "2", "--resume", "--overwrite")) == 2
+    for name in ("metrics.csv", "config.json"):  # any one of the run's files marks the folder as a run
+        other = tmp_path / name
+        other.mkdir()
+        (other / name).write_text("x")
+        assert main(small_run(other)) == 2
+    assert main(small_run(out, "--seed", "2", "--overwrite")) == 0
+    assert json.loads((out / "config.json").read_text())["seed"] == 2
+    assert len(pd.read_csv(out / "metrics.csv")) == len(pd.read_csv(out / "metrics.csv").drop_duplicates("update"))
+
+
+def test_resume_refuses_flags_that_contradict_the_stored_config(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(small_run(out, "--seed", "1")) == 0
+    capsys.readouterr()
+    for extra, needle in ((["--algo", "grpo"], "--algo grpo"), (["--seed", "3"], "--seed 3"),
+                          (["--env", "Acrobot-v1"], "--env Acrobot-v1"), (["--set", "lr=0.1"], "--set lr=0.1"),
+                          (["--hparams", "defaults"], "--hparams"), (["--horizon", "5"], "--horizon 5")):
+        assert main(["train", "--out", str(out), "--resume", "--no-progress", *extra]) == 2, extra
+        err = capsys.readouterr().err
+        assert needle in err and "contradict" in err and len(err.strip().splitlines()) == 1, err
+    # the same values are no contradiction: the first command line plus --resume works
+    assert main(small_run(out, "--seed", "1", "--algo", "ppo", "--resume", "--steps", "400")) == 0
+
+
+# --- metrics as the run goes, Ctrl-C ------------------------------------------------------------
+
+def test_ctrl_c_saves_says_how_to_resume_and_exits_130(tmp_path, capsys, monkeypatch):
+    import os
+    import signal
+
+    from rltutor.train import Trainer
+
+    step = Trainer.step
+
+    def step_then_ctrl_c(self):
+        row = step(self)
+        if self.update_idx == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # as if the reader pressed Ctrl-C during update 3
+        return row
+
+    monkeypatch.setattr(Trainer, "step", step_then_ctrl_c)
+    out = tmp_path / "run"
+    assert main(small_run(out, "--steps", "2000", "--checkpoint-every", "100")) == 130
+    err = capsys.readouterr().err
+    assert f"rltutor train --out {out} --resume" in err and "Traceback" not in err
+    assert Trainer.load(out / "checkpoint.pt").update_idx == 3
+    assert len(pd.read_csv(out / "metrics.csv")) == 3
+    assert (out / "learning_curve.png").exists()
+    assert not [p for p in os.listdir(out) if ".tmp" in p]
+    monkeypatch.setattr(Trainer, "step", step)
+    assert main(["train", "--out", str(out), "--resume", "--no-progress"]) == 0
+    assert pd.read_csv(out / "metrics.csv")["env_steps"].iloc[-1] >= 2000
+
+
+def test_a_crash_keeps_the_metrics_so_far(tmp_path, monkeypatch):
+    from rltutor.train import Trainer
+
+    step = Trainer.step
+
+    def crash_at_4(self):
+        if self.update_idx == 3:
+            raise RuntimeError("a bug")
+        return step(self)
+
+    monkeypatch.setattr(Trainer, "step", crash_at_4)
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="a bug"):  # a bug keeps its traceback
+        main(small_run(out, "--steps", "2000"))
+    m = pd.read_csv(out / "metrics.csv")
+    assert list(m["update"]) == [1, 2, 3]

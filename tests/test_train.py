@@ -234,3 +234,87 @@ def test_every_config_field_has_a_docstring_line():
             documented.add(stmt.target.id)
     fields = {f.name for f in dataclasses.fields(Config)}
     assert fields == documented, fields ^ documented
+
+
+# --- checkpoints, the lr schedule, metrics as the run goes ------------------------------------
+
+
+def test_extending_the_budget_never_raises_the_lr(tmp_path):
+    cfg = make_config("ppo", seed=3, total_steps=640, num_steps=32, env="corridor", env_options={"horizon": 30})
+    done = Trainer(cfg)
+    done.train(progress=False, checkpoint=str(tmp_path / "done.pt"))
+    half = Trainer(Config.from_dict(cfg.to_dict()))
+    for _ in range(2):
+        half.step()
+    half.save(tmp_path / "half.pt")
+    for path, n_before in ((tmp_path / "done.pt", len(done.history)), (tmp_path / "half.pt", 2)):
+        t = Trainer.load(path, total_steps=1_280)
+        lr_next = t._annealed(t.env_steps) if t.env_steps < 640 else t.history[-1]["lr"]
+        t.train(progress=False)
+        new = [r["lr"] for r in t.history[n_before:]]
+        assert new and all(b < a for a, b in zip(new, new[1:], strict=False))  # still decreasing
+        assert max(new) <= lr_next <= t.history[n_before - 1]["lr"]
+        assert new[0] > 0  # a spent schedule continues from the last lr, not from 0
+        assert t.lr_horizon == 1_280 and Trainer.load(path).lr_horizon == 640
+
+
+def test_a_failed_save_leaves_the_old_checkpoint_and_no_temporary_file(tmp_path, monkeypatch):
+    t = Trainer(make_config("ppo", total_steps=1_000, num_steps=32))
+    path = tmp_path / "checkpoint.pt"
+    t.save(path)
+    before = path.read_bytes()
+    real_save = torch.save
+
+    def half_then_fail(obj, f, *a, **k):
+        real_save({"half": 1}, f)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", half_then_fail)
+    with pytest.raises(KeyboardInterrupt):
+        t.save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
+def test_metrics_file_equals_the_history_after_every_update(tmp_path):
+    class LateColumn(Trainer):  # a column that first appears at update 3, then comes and goes
+        def step(self):
+            row = super().step()
+            if self.update_idx >= 3 and self.update_idx % 2:
+                row["late"] = self.update_idx / 7
+            return row
+
+    t = LateColumn(make_config("ppo", total_steps=32 * 4 * 6, num_steps=32))
+    path = tmp_path / "metrics.csv"
+    seen = []
+
+    def check(self=t):
+        seen.append(pd.read_csv(path))
+        pd.testing.assert_frame_equal(seen[-1], t.history_frame(), check_dtype=False)
+
+    orig_append = __import__("rltutor.train", fromlist=["_CsvLog"])._CsvLog.append
+
+    def append_and_check(self, history):
+        orig_append(self, history)
+        check()
+
+    import rltutor.train as train_module
+
+    train_module._CsvLog.append, saved = append_and_check, orig_append
+    try:
+        t.train(progress=False, metrics=str(path))
+    finally:
+        train_module._CsvLog.append = saved
+    assert len(seen) == 6 and "late" in seen[-1].columns
+    assert path.read_text() == t.history_frame().to_csv(index=False)
+
+
+def test_bad_checkpoint_every_and_bool_settings_are_refused(tmp_path):
+    t = Trainer(make_config("ppo", total_steps=1_000, num_steps=32))
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        t.train(progress=False, checkpoint=str(tmp_path / "c.pt"), checkpoint_every=0)
+    assert not (tmp_path / "c.pt").exists()
+    with pytest.raises(ValueError, match="anneal_lr must be True or False"):
+        make_config("ppo", anneal_lr="false")
+    with pytest.raises(ValueError, match="hidden"):
+        make_config("ppo", hidden=64)
