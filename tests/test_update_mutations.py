@@ -210,3 +210,45 @@ def test_gae_defaults_are_gamma_1_and_lambda_1():
 
 def test_epochs_run_counts_the_passes():
     assert trainer("grpo", epochs=3).update(hand_batch())["epochs_run"] == 3
+
+
+def test_zero_std_fraction_counts_groups_of_two():
+    """zero_std_frac is over every real group (two rows or more), groups of two included."""
+    t = trainer("grpo")
+    batch = hand_batch()
+    batch["group_ids"] = torch.arange(B) // 2  # three groups of two
+    batch["rewards"] = torch.zeros(B, T)
+    batch["rewards"][0, 0] = 1.0  # only the first group's two scores differ
+    m = t.update(batch)
+    assert m["zero_std_frac"] == pytest.approx(2 / 3)
+
+
+def test_minibatches_split_the_rows():
+    """With minibatches=3 an epoch makes three optimizer steps, each on a third of the rows."""
+    t = trainer("grpo", minibatches=3)
+    steps = []
+    original = t.optimizer.step
+    t.optimizer.step = lambda *a, **k: (steps.append(1), original(*a, **k))[1]
+    t.update(hand_batch())
+    assert len(steps) == 3
+
+
+def test_gae_value_targets_are_the_estimators_returns(monkeypatch):
+    """The critic regresses on the estimator's returns (A + V for GAE), not on Monte-Carlo returns."""
+    seen = {}
+    original = train_module.value_loss
+
+    def spy(values, old_values, returns, mask, **kw):
+        seen["returns"] = returns.detach().clone()
+        return original(values, old_values, returns, mask, **kw)
+
+    monkeypatch.setattr(train_module, "value_loss", spy)
+    t = trainer("ppo", ent_coef=0.0, lam=0.5, gamma=0.9, norm_adv="none")
+    batch = hand_batch(critic=True)
+    batch["values"] = torch.full((B, T), 0.7) * batch["mask"]
+    t.update(batch)
+    _, gae_returns = compute_advantages("gae", rewards=batch["rewards"], mask=batch["mask"], values=batch["values"],
+                                        group_ids=batch["group_ids"], gamma=0.9, lam=0.5)
+    # the one minibatch holds every row, in a shuffled order: compare the rows as a set
+    key = lambda r: tuple(round(x, 4) for x in r.tolist())  # noqa: E731
+    assert sorted(map(key, seen["returns"])) == sorted(map(key, gae_returns))
