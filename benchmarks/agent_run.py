@@ -29,9 +29,22 @@ p.add_argument("--device", default="cpu")
 p.add_argument("--lr", type=float, default=3e-3)
 a = p.parse_args()
 opts = {"hops": a.hops, "max_turns": a.hops + 4}
-cfg = make_config("ppo", env="toolshell", env_options=opts, context_budget=a.budget,
-                  compaction=a.compaction, n_embd=a.n_embd, n_layer=a.n_layer, device=a.device, gamma=1.0, lam=1.0,
-                  num_groups=8, group_size=4, epochs=1, minibatches=4)
+cfg = make_config(
+    "ppo",
+    env="toolshell",
+    env_options=opts,
+    context_budget=a.budget,
+    compaction=a.compaction,
+    n_embd=a.n_embd,
+    n_layer=a.n_layer,
+    device=a.device,
+    gamma=1.0,
+    lam=1.0,
+    num_groups=8,
+    group_size=4,
+    epochs=1,
+    minibatches=4,
+)
 knobs = ToolShell(hops=a.hops, max_turns=a.hops + 4, max_output_chars=250).knobs
 t = time.time()
 demos = agent_demos(ToolShell(**knobs), 1024, seed=0, **_agent_kwargs(cfg))

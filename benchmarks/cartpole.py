@@ -54,12 +54,17 @@ def summarize(log: list[tuple[int, float, float]], budget_steps: int) -> dict:
     rets = [r for _, r, _ in log]
     reached_steps = reached_s = None
     for i in range(9, len(log)):
-        if np.mean(rets[i - 9:i + 1]) >= THRESHOLD:
+        if np.mean(rets[i - 9 : i + 1]) >= THRESHOLD:
             reached_steps, reached_s = log[i][0], log[i][2]
             break
     final = float(np.mean(rets[-10:])) if rets else float("nan")
-    return {"reached_steps": reached_steps, "reached_s": reached_s, "final": final,
-            "total_s": log[-1][2] if log else float("nan"), "budget": budget_steps}
+    return {
+        "reached_steps": reached_steps,
+        "reached_s": reached_s,
+        "final": final,
+        "total_s": log[-1][2] if log else float("nan"),
+        "budget": budget_steps,
+    }
 
 
 def run_rltutor(overrides: dict, seed: int, budget: int) -> dict:
@@ -96,9 +101,21 @@ def run_sb3(seed: int, budget: int) -> dict:
         return lambda progress_remaining: progress_remaining * x0
 
     env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
-    model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
-                ent_coef=0.0, learning_rate=linear(1e-3), clip_range=linear(0.2), seed=seed, device="cpu",
-                verbose=0)
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=linear(1e-3),
+        clip_range=linear(0.2),
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
     model.learn(total_timesteps=budget, callback=Log())
     return summarize(log, budget)
 
@@ -110,9 +127,11 @@ def fmt(x, spec):
 
 
 def table(results: dict[str, list[dict]]) -> str:
-    lines = ["| contender | seeds reached 475 | env steps to 475 (median) | seconds to 475 (median) | "
-             "final return (min / median) | seeds holding >= 475 at the end | budget (steps) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| contender | seeds reached 475 | env steps to 475 (median) | seconds to 475 (median) | "
+        "final return (min / median) | seeds holding >= 475 at the end | budget (steps) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, rows in results.items():
         ok = [r for r in rows if r["reached_steps"] is not None]
         # Unreached seeds count as infinitely slow, so the median is over all seeds.
@@ -121,9 +140,11 @@ def table(results: dict[str, list[dict]]) -> str:
         finals = [r["final"] for r in rows]
         held = sum(f >= THRESHOLD for f in finals)
         med_steps, med_s = statistics.median(steps), statistics.median(secs)
-        lines.append(f"| {name} | {len(ok)}/{len(rows)} | {fmt(med_steps, ',.0f')} | {fmt(med_s, '.1f')} | "
-                     f"{min(finals):.0f} / {statistics.median(finals):.0f} | {held}/{len(rows)} | "
-                     f"{rows[0]['budget']:,} |")
+        lines.append(
+            f"| {name} | {len(ok)}/{len(rows)} | {fmt(med_steps, ',.0f')} | {fmt(med_s, '.1f')} | "
+            f"{min(finals):.0f} / {statistics.median(finals):.0f} | {held}/{len(rows)} | "
+            f"{rows[0]['budget']:,} |"
+        )
     return "\n".join(lines)
 
 
@@ -159,8 +180,11 @@ def main(argv=None) -> None:
         for name in results:
             r = runners[name](seed)
             results[name].append(r)
-            print(f"{name:14s} seed {seed}: reached at {fmt(r['reached_steps'], ',')} steps / "
-                  f"{fmt(r['reached_s'], '.1f')} s, final {r['final']:.0f}, run {r['total_s']:.1f} s", flush=True)
+            print(
+                f"{name:14s} seed {seed}: reached at {fmt(r['reached_steps'], ',')} steps / "
+                f"{fmt(r['reached_s'], '.1f')} s, final {r['final']:.0f}, run {r['total_s']:.1f} s",
+                flush=True,
+            )
     print()
     print(machine_info())
     print(table(results))

@@ -77,7 +77,8 @@ def bench_train_forward_backward(T: int, steps: int, device, compiled: bool = Fa
     model = _rltutor_model(T, device, compiled)
     policy = LMPolicy(model)
     batch, _ = LMCollector(FixedLengthTask(), N_PROMPTS, G, max_new_tokens=T).collect(
-        policy, torch.Generator().manual_seed(0))
+        policy, torch.Generator().manual_seed(0)
+    )
     opt = torch.optim.Adam(policy.parameters(), lr=1e-4)
     t0 = None
     for s in range(steps + 1):
@@ -140,7 +141,7 @@ def make_floor(T: int, P: int = 6):
         for t in range(1, T):  # each decode step: one token per row, attending to P + t positions
             linears(B, backward=False)
             for _ in range(WIDTH["n_layer"]):
-                F.scaled_dot_product_attention(q1, kv[:, :, :P + t], kv[:, :, :P + t])
+                F.scaled_dot_product_attention(q1, kv[:, :, : P + t], kv[:, :, : P + t])
 
     def update():
         linears(B * L, backward=True)
@@ -187,9 +188,23 @@ def _rltutor_trainer(T: int, device, compiled: bool = False):
     policy = LMPolicy(model)
     collector = LMCollector(FixedLengthTask(), N_PROMPTS, G, max_new_tokens=T)
     # As TRL's defaults: one optimizer step per batch, token-mean ("dapo" loss type), grad norm 1.0.
-    cfg = make_config("grpo", env="addition", eval_every=0, num_groups=N_PROMPTS, group_size=G, minibatches=1, epochs=1,
-                      agg="token-mean", max_grad_norm=1.0, lr=1e-4, anneal_lr=False, total_steps=10**9,
-                      seed=0, device=str(device), torch_threads=None)
+    cfg = make_config(
+        "grpo",
+        env="addition",
+        eval_every=0,
+        num_groups=N_PROMPTS,
+        group_size=G,
+        minibatches=1,
+        epochs=1,
+        agg="token-mean",
+        max_grad_norm=1.0,
+        lr=1e-4,
+        anneal_lr=False,
+        total_steps=10**9,
+        seed=0,
+        device=str(device),
+        torch_threads=None,
+    )
     return Trainer(cfg, policy, collector)
 
 
@@ -237,15 +252,23 @@ def bench_trl_step(T: int, steps: int, interleave=None, variant: str = "default"
     vocab["<unk>"] = len(vocab)
     tk = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")  # one character, one token
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
-                                        unk_token="<unk>")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(vocab), n_positions=6 + T, n_embd=WIDTH["n_embd"],
-                        n_layer=WIDTH["n_layer"], n_head=WIDTH["n_head"], resid_pdrop=0.0, embd_pdrop=0.0,
-                        # TinyGPT's exact GELU; GPT-2's default tanh form is slower
-                        activation_function="gelu_new" if variant == "tanh-gelu" else "gelu",
-                        attn_pdrop=0.0, bos_token_id=vocab["<eos>"], eos_token_id=vocab["<eos>"],
-                        pad_token_id=vocab["<pad>"])
+    config = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=6 + T,
+        n_embd=WIDTH["n_embd"],
+        n_layer=WIDTH["n_layer"],
+        n_head=WIDTH["n_head"],
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        # TinyGPT's exact GELU; GPT-2's default tanh form is slower
+        activation_function="gelu_new" if variant == "tanh-gelu" else "gelu",
+        attn_pdrop=0.0,
+        bos_token_id=vocab["<eos>"],
+        eos_token_id=vocab["<eos>"],
+        pad_token_id=vocab["<pad>"],
+    )
     model = GPT2LMHeadModel(config)
     prompts = AdditionTask().sample_prompts(N_PROMPTS * (steps + 4), torch.Generator().manual_seed(0))
     from rltutor.envs.tokens import decode
@@ -267,16 +290,35 @@ def bench_trl_step(T: int, steps: int, interleave=None, variant: str = "default"
                 interleave()
 
     args = trl.GRPOConfig(
-        output_dir="/tmp/rltutor_trl_bench", per_device_train_batch_size=N_PROMPTS * G, num_generations=G,
-        max_completion_length=T, generation_kwargs={"min_new_tokens": T, **(
-            {"cache_implementation": "static"} if variant == "static-cache" else {})}, temperature=1.0, beta=0.0,
-        num_iterations=1, learning_rate=1e-4, max_steps=steps + 2, bf16=False, gradient_checkpointing=False,
-        use_cpu=not torch.cuda.is_available(), report_to="none", logging_steps=1, save_strategy="no",
-        disable_dropout=True, seed=0, dataloader_num_workers=0, shuffle_dataset=False,
-        torch_compile=variant == "torch-compile", use_transformers_paged=variant == "paged",
+        output_dir="/tmp/rltutor_trl_bench",
+        per_device_train_batch_size=N_PROMPTS * G,
+        num_generations=G,
+        max_completion_length=T,
+        generation_kwargs={
+            "min_new_tokens": T,
+            **({"cache_implementation": "static"} if variant == "static-cache" else {}),
+        },
+        temperature=1.0,
+        beta=0.0,
+        num_iterations=1,
+        learning_rate=1e-4,
+        max_steps=steps + 2,
+        bf16=False,
+        gradient_checkpointing=False,
+        use_cpu=not torch.cuda.is_available(),
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        disable_dropout=True,
+        seed=0,
+        dataloader_num_workers=0,
+        shuffle_dataset=False,
+        torch_compile=variant == "torch-compile",
+        use_transformers_paged=variant == "paged",
     )
-    trainer = trl.GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data,
-                              processing_class=tokenizer, callbacks=[Clock()])
+    trainer = trl.GRPOTrainer(
+        model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tokenizer, callbacks=[Clock()]
+    )
     generate = trainer._generate_and_score_completions  # sampling + rewards + advantages, timed apart
 
     def timed_generate(*a, **kw):
@@ -289,9 +331,13 @@ def bench_trl_step(T: int, steps: int, interleave=None, variant: str = "default"
     trainer.train()
     lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
     dt = sum(times[2:]) / len(times[2:])  # skip the first two steps (warm-up)
-    meta = {"trl": trl.__version__, "transformers": transformers.__version__,
-            "params": sum(p.numel() for p in model.parameters()), "mean_completion_length": lengths[-1],
-            "generate_share": sum(gen_times[2:]) / sum(times[2:])}
+    meta = {
+        "trl": trl.__version__,
+        "transformers": transformers.__version__,
+        "params": sum(p.numel() for p in model.parameters()),
+        "mean_completion_length": lengths[-1],
+        "generate_share": sum(gen_times[2:]) / sum(times[2:]),
+    }
     return N_PROMPTS * G * T / dt, meta
 
 
@@ -302,12 +348,19 @@ def main(argv=None):
     ap.add_argument("--no-trl", action="store_true", help="skip TRL (e.g. when it is not installed)")
     ap.add_argument("--out", default=None, help="write the table as CSV here")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for both sides")
-    ap.add_argument("--profile", action="store_true",
-                    help="also print the busiest operators of one rltutor sampling call per T")
-    ap.add_argument("--compile", action="store_true",
-                    help="torch.compile rltutor's transformer blocks (compile time falls in the warm-up)")
-    ap.add_argument("--trl-variants", action="store_true",
-                    help="instead: time TRL alone under each of TRL_VARIANTS, to find its fastest set-up")
+    ap.add_argument(
+        "--profile", action="store_true", help="also print the busiest operators of one rltutor sampling call per T"
+    )
+    ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile rltutor's transformer blocks (compile time falls in the warm-up)",
+    )
+    ap.add_argument(
+        "--trl-variants",
+        action="store_true",
+        help="instead: time TRL alone under each of TRL_VARIANTS, to find its fastest set-up",
+    )
     args = ap.parse_args(argv)
     device = get_device()
     if args.threads:
@@ -351,16 +404,42 @@ def main(argv=None):
         rows.append(row)
         print(row, flush=True)
     print(machine_info())
-    print(f"\ndevice: {device}, threads: {torch.get_num_threads()}, torch {torch.__version__}, "
-          f"{N_PROMPTS} prompts x {G} completions per step; completion tokens/s\n")
-    cols = [c for c in ("T", "rollout_cache", "rollout_no_cache", "train_fwd_bwd", "floor_step", "rltutor_step",
-                        "trl_step", "ratio_vs_trl", "ratio_cap", "rltutor_sample_share", "trl_generate_share")
-            if c in rows[0]]
+    print(
+        f"\ndevice: {device}, threads: {torch.get_num_threads()}, torch {torch.__version__}, "
+        f"{N_PROMPTS} prompts x {G} completions per step; completion tokens/s\n"
+    )
+    cols = [
+        c
+        for c in (
+            "T",
+            "rollout_cache",
+            "rollout_no_cache",
+            "train_fwd_bwd",
+            "floor_step",
+            "rltutor_step",
+            "trl_step",
+            "ratio_vs_trl",
+            "ratio_cap",
+            "rltutor_sample_share",
+            "trl_generate_share",
+        )
+        if c in rows[0]
+    ]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
-        print("| " + " | ".join(str(r[c]) if c == "T" else f"{r[c]:.2f}" if c.startswith("ratio") or
-                                c.endswith("share") else f"{r[c]:,.0f}" for c in cols) + " |")
+        print(
+            "| "
+            + " | ".join(
+                str(r[c])
+                if c == "T"
+                else f"{r[c]:.2f}"
+                if c.startswith("ratio") or c.endswith("share")
+                else f"{r[c]:,.0f}"
+                for c in cols
+            )
+            + " |"
+        )
     if args.out:
         _write_csv(rows, args.out)
 

@@ -46,8 +46,6 @@ MIX = [
 ]
 
 
-
-
 def commands(env: ToolShell, n: int) -> list[str]:
     """``n`` calls: the honest solve, one hack, and the mix, repeated."""
     base = scripted_solver(env)[:-1] + scripted_hacker(env, "grep_answer")[:-1] + MIX

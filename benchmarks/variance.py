@@ -59,13 +59,15 @@ def _median_time(fn, repeats: int, cold: bool = True, before=None) -> float:
 def _curve(fast: bool):
     horizons = np.unique(np.round(np.geomspace(1, 256, 24)).astype(int))[:20]
     assert len(horizons) == 20
-    specs = [an.EstimatorSpec("grpo", G=8), an.EstimatorSpec("gae", lam=0.95),
-             an.EstimatorSpec("gae_critic", lam=0.95, critic_noise=1.0)]
+    specs = [
+        an.EstimatorSpec("grpo", G=8),
+        an.EstimatorSpec("gae", lam=0.95),
+        an.EstimatorSpec("gae_critic", lam=0.95, critic_noise=1.0),
+    ]
 
     def run():
         for i, T in enumerate(horizons):
-            an.measure_specs(an.make_chain("corridor", T=int(T)), specs, batch_size=32, n_batches=64, seed=i,
-                             fast=fast)
+            an.measure_specs(an.make_chain("corridor", T=int(T)), specs, batch_size=32, n_batches=64, seed=i, fast=fast)
 
     return run
 
@@ -85,8 +87,9 @@ console.log(JSON.stringify(Number(process.hrtime.bigint() - t0) / 1e9 / n));
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "d.json").write_text(json.dumps(data))
         (Path(d) / "p.js").write_text(eh.JS_CORE + probe)
-        out = subprocess.run(["node", str(Path(d) / "p.js"), str(Path(d) / "d.json")], capture_output=True,
-                             text=True, timeout=120)
+        out = subprocess.run(
+            ["node", str(Path(d) / "p.js"), str(Path(d) / "d.json")], capture_output=True, text=True, timeout=120
+        )
     return float(out.stdout.strip()) if out.returncode == 0 else None
 
 
@@ -99,19 +102,39 @@ def main(argv=None) -> None:
     rows = []
     rows.append(("curve: 20 horizons x 3 estimators (fast)", _median_time(_curve(True), a.repeats), 1.0))
     rows.append(("curve: 20 horizons x 3 estimators (library loops)", _median_time(_curve(False), a.repeats), 1.0))
-    rows.append(("live update, trajectories resampled (task or noise moved): 9 horizons x 4 estimators",
-                 _median_time(lambda: widgets.explorer_frame("corridor", lam=0.5), a.repeats), 0.1))
-    rows.append(("live update, trajectories reused (G, gamma, lambda or critic moved): 9 horizons x 4 estimators",
-                 _median_time(lambda: widgets.explorer_frame("corridor", lam=0.5), a.repeats,
-                              before=lambda: widgets.explorer_frame("corridor", lam=0.95)), 0.1))
-    rows.append(("live single point: 6 estimators at T = 64",
-                 _median_time(lambda: an.measure("corridor", T=64, n_batches=64), a.repeats), 0.1))
+    rows.append(
+        (
+            "live update, trajectories resampled (task or noise moved): 9 horizons x 4 estimators",
+            _median_time(lambda: widgets.explorer_frame("corridor", lam=0.5), a.repeats),
+            0.1,
+        )
+    )
+    rows.append(
+        (
+            "live update, trajectories reused (G, gamma, lambda or critic moved): 9 horizons x 4 estimators",
+            _median_time(
+                lambda: widgets.explorer_frame("corridor", lam=0.5),
+                a.repeats,
+                before=lambda: widgets.explorer_frame("corridor", lam=0.95),
+            ),
+            0.1,
+        )
+    )
+    rows.append(
+        (
+            "live single point: 6 estimators at T = 64",
+            _median_time(lambda: an.measure("corridor", T=64, n_batches=64), a.repeats),
+            0.1,
+        )
+    )
     js = _node_time(a.repeats)
     if js is not None:
         rows.append(("static slider update: SVG redraw in JavaScript (node)", js, 0.1))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{machine_info()}; load average {load:.1f} at the end, {torch.get_num_threads()} torch thread(s), "
-          f"python {sys.version.split()[0]}")
+    print(
+        f"{machine_info()}; load average {load:.1f} at the end, {torch.get_num_threads()} torch thread(s), "
+        f"python {sys.version.split()[0]}"
+    )
     print()
     print("| measurement | median time | goal | met |")
     print("|---|---:|---:|:-:|")

@@ -86,8 +86,10 @@ def _check_token_inputs(mask: torch.Tensor, **tensors: torch.Tensor) -> torch.Te
     (n0, first), *rest = tensors.items()
     for name, t in rest:  # mixed dtypes would give outputs of two dtypes: refuse rather than guess
         if t.dtype != first.dtype:
-            raise ValueError(f"{name} has dtype {t.dtype} but {n0} has dtype {first.dtype}; give them one "
-                             f"dtype, e.g. {name}.to({n0}.dtype)")
+            raise ValueError(
+                f"{name} has dtype {t.dtype} but {n0} has dtype {first.dtype}; give them one "
+                f"dtype, e.g. {name}.to({n0}.dtype)"
+            )
     check_mask(mask, like=first)
     check_same_shape(**tensors)
     return mask.bool()
@@ -192,13 +194,17 @@ def _check_groups(scores: torch.Tensor, group_ids: torch.Tensor) -> None:
     if not scores.is_floating_point():
         raise ValueError(f"scores must be a floating tensor, got dtype {scores.dtype}; use .float()")
     if not isinstance(group_ids, torch.Tensor) or group_ids.dim() != 1:
-        raise ValueError("group_ids must be a 1-D integer torch.Tensor of shape (B,), got "
-                         f"{type(group_ids).__name__} {tuple(getattr(group_ids, 'shape', ()))}")
+        raise ValueError(
+            "group_ids must be a 1-D integer torch.Tensor of shape (B,), got "
+            f"{type(group_ids).__name__} {tuple(getattr(group_ids, 'shape', ()))}"
+        )
     if group_ids.is_floating_point() or group_ids.dtype == torch.bool:
         raise ValueError(f"group_ids must be integers, got dtype {group_ids.dtype}; use .long()")
     if group_ids.shape != scores.shape:
-        raise ValueError(f"group_ids has shape {tuple(group_ids.shape)} but scores has shape "
-                         f"{tuple(scores.shape)}; give one group id per response")
+        raise ValueError(
+            f"group_ids has shape {tuple(group_ids.shape)} but scores has shape "
+            f"{tuple(scores.shape)}; give one group id per response"
+        )
 
 
 def _check_nonneg(name: str, x: float) -> float:
@@ -268,8 +274,10 @@ def group_advantages(
     inv, counts, g_min, g_max = _group_ranges(x, group_ids)
     if (counts < 2).any():
         lonely = torch.unique(group_ids)[counts < 2][:5].tolist()
-        raise ValueError(f"groups {lonely} have a single member; a group-relative baseline needs at "
-                         "least 2 responses per prompt (group size G >= 2)")
+        raise ValueError(
+            f"groups {lonely} have a single member; a group-relative baseline needs at "
+            "least 2 responses per prompt (group size G >= 2)"
+        )
     dead = (g_max - g_min <= tol)[inv]  # (B,) the row's group is dead (same test as dead_groups)
     zeros = x.new_zeros(len(counts))
     n = counts.to(x.dtype)  # n_g, (n_groups,)
@@ -291,8 +299,10 @@ def group_advantages(
         a = centred / (std[inv] + eps)  # (s_i - mean_g) / (std_g + eps); 0/0 only in dead groups
     a = torch.where(dead, 0.0, a).to(scores.dtype)  # a dead group carries no signal: exactly 0
     if not torch.isfinite(a).all():
-        raise ValueError(f"group advantages overflow {scores.dtype}: the scores span more than it can hold "
-                         f"(min {scores.min().item():.3g}, max {scores.max().item():.3g}); rescale the rewards")
+        raise ValueError(
+            f"group advantages overflow {scores.dtype}: the scores span more than it can hold "
+            f"(min {scores.min().item():.3g}, max {scores.max().item():.3g}); rescale the rewards"
+        )
     return a
 
 
@@ -382,8 +392,10 @@ def _row_scores(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 @register_estimator("gae")
 def _gae_estimator(*, rewards, mask, values, group_ids, gamma, lam, eps):
     if values is None:
-        raise ValueError("the 'gae' estimator needs critic values (B, T); turn the critic on "
-                         "or pick a critic-free estimator such as 'grpo'")
+        raise ValueError(
+            "the 'gae' estimator needs critic values (B, T); turn the critic on "
+            "or pick a critic-free estimator such as 'grpo'"
+        )
     return gae(rewards, values, mask, gamma=gamma, lam=lam)
 
 
@@ -391,15 +403,18 @@ def _group_estimator(method: str) -> Estimator:
     def estimator(*, rewards, mask, values, group_ids, gamma, lam, eps):
         _check_token_inputs(mask, rewards=rewards)
         if group_ids is None:
-            raise ValueError(f"the {method!r} estimator needs group_ids of shape (B,); collect "
-                             "G >= 2 responses per prompt and pass their group ids")
+            raise ValueError(
+                f"the {method!r} estimator needs group_ids of shape (B,); collect "
+                "G >= 2 responses per prompt and pass their group ids"
+            )
         a = group_advantages(_row_scores(rewards, mask), group_ids, method=method, eps=eps)
         advantages = a[:, None] * mask.to(rewards.dtype)  # the same A_i on every token of row i
         return advantages, None  # critic-free: no critic target
 
     estimator.__name__ = f"_{method}_estimator"
-    estimator.__doc__ = (f"Outcome advantage by group_advantages(method={method!r}), broadcast to tokens; "
-                         "returns None (no critic).")
+    estimator.__doc__ = (
+        f"Outcome advantage by group_advantages(method={method!r}), broadcast to tokens; returns None (no critic)."
+    )
     return estimator
 
 
@@ -458,5 +473,6 @@ def compute_advantages(
         a trainer that fits a critic alongside computes :func:`discounted_returns` itself.
     """
     check_choice("advantage estimator", name, ESTIMATORS)
-    return ESTIMATORS[name](rewards=rewards, mask=mask, values=values, group_ids=group_ids,
-                            gamma=gamma, lam=lam, eps=eps)
+    return ESTIMATORS[name](
+        rewards=rewards, mask=mask, values=values, group_ids=group_ids, gamma=gamma, lam=lam, eps=eps
+    )

@@ -36,42 +36,69 @@ from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateCollector, be
 from rltutor.rollout.tokens import LMCollector
 from rltutor.rollout.vector import EpisodeCollector, SegmentCollector
 
-__all__ = ["build", "sft", "warm_start", "agent_demos", "agent_sft", "agent_warm_start", "agent_env_factory",
-           "template_warm_start"]
+__all__ = [
+    "build",
+    "sft",
+    "warm_start",
+    "agent_demos",
+    "agent_sft",
+    "agent_warm_start",
+    "agent_env_factory",
+    "template_warm_start",
+]
 
 
 def build(config: Config):
     """The policy and collector ``config`` asks for (see the module docstring)."""
     if not isinstance(config, Config):
-        raise ValueError(f"config must be an rltutor.config.Config, got {type(config).__name__}; "
-                         "use rltutor.config.make_config('ppo', ...)")
+        raise ValueError(
+            f"config must be an rltutor.config.Config, got {type(config).__name__}; "
+            "use rltutor.config.make_config('ppo', ...)"
+        )
     env = make_env(config.env, num_envs=config.rollout_envs, seed=config.seed, **config.env_options)
     if config.env in AGENT_ENVS:
         return _build_agent(config, env)
     if isinstance(env, TokenTask):
         device = None if config.device == "auto" else config.device
-        policy = LMPolicy(warm_start(config, env, device), critic_kind=config.critic_kind if config.critic else "none",
-                          temperature=config.temperature)
-        collector = LMCollector(env, n_prompts=config.num_groups, group_size=config.group_size,
-                                overlong_buffer=config.overlong_buffer, max_draws=config.max_draws)
+        policy = LMPolicy(
+            warm_start(config, env, device),
+            critic_kind=config.critic_kind if config.critic else "none",
+            temperature=config.temperature,
+        )
+        collector = LMCollector(
+            env,
+            n_prompts=config.num_groups,
+            group_size=config.group_size,
+            overlong_buffer=config.overlong_buffer,
+            max_draws=config.max_draws,
+        )
         return policy, collector
     if config.max_draws > 1:
-        raise ValueError(f"max_draws={config.max_draws}: refilling dropped groups is implemented for token tasks "
-                         f"(rltutor.rollout.tokens.LMCollector), not for {config.env!r}; use max_draws=1 here")
-    policy = MLPActorCritic(env.obs_dim, env.n_actions, hidden=config.hidden, shared=config.shared_trunk,
-                            critic=config.critic)
+        raise ValueError(
+            f"max_draws={config.max_draws}: refilling dropped groups is implemented for token tasks "
+            f"(rltutor.rollout.tokens.LMCollector), not for {config.env!r}; use max_draws=1 here"
+        )
+    policy = MLPActorCritic(
+        env.obs_dim, env.n_actions, hidden=config.hidden, shared=config.shared_trunk, critic=config.critic
+    )
     if config.rollout == "segments":
         collector = SegmentCollector(env, num_steps=config.num_steps, gamma=config.gamma)
     else:
-        collector = EpisodeCollector(env, group_size=config.group_size, same_seed=config.same_seed,
-                                     seed=config.seed, gamma=config.gamma)
+        collector = EpisodeCollector(
+            env, group_size=config.group_size, same_seed=config.same_seed, seed=config.seed, gamma=config.gamma
+        )
     return policy, collector
 
 
 def _agent_kwargs(config: Config) -> dict:
-    return dict(context_budget=config.context_budget, compaction=config.compaction, keep_turns=config.keep_turns,
-                max_cmd_tokens=config.max_cmd_tokens, max_obs_tokens=config.max_obs_tokens,
-                train_summary=config.train_summary)
+    return dict(
+        context_budget=config.context_budget,
+        compaction=config.compaction,
+        keep_turns=config.keep_turns,
+        max_cmd_tokens=config.max_cmd_tokens,
+        max_obs_tokens=config.max_obs_tokens,
+        train_summary=config.train_summary,
+    )
 
 
 def agent_env_factory(config: Config, env: ToolShell):
@@ -87,15 +114,28 @@ def agent_env_factory(config: Config, env: ToolShell):
 def template_warm_start(config: Config, env: ToolShell, device=None) -> TemplatePolicy:
     """The template policy (seeded with ``config.seed``) after ``config.sft_steps`` steps of behaviour
     cloning on 128 scripted honest solves (label smoothing ``config.bc_smoothing``); cached per setting."""
-    key = ("templates", tuple(sorted(env.knobs.items())), config.sft_steps, config.sft_lr, config.bc_smoothing,
-           config.seed, config.critic)
+    key = (
+        "templates",
+        tuple(sorted(env.knobs.items())),
+        config.sft_steps,
+        config.sft_lr,
+        config.bc_smoothing,
+        config.seed,
+        config.critic,
+    )
     torch.manual_seed(config.seed)
     policy = TemplatePolicy(CAND_DIM, STATE_DIM, hidden=64, critic=config.critic)
     if key not in _SFT_CACHE:
         knobs = env.knobs
         demos = template_demos(lambda: ToolShell(**knobs), scripted_solver, 128, seed=config.seed)
-        behaviour_clone(policy, demos, steps=config.sft_steps, lr=config.sft_lr, smoothing=config.bc_smoothing,
-                        generator=torch.Generator().manual_seed(config.seed))
+        behaviour_clone(
+            policy,
+            demos,
+            steps=config.sft_steps,
+            lr=config.sft_lr,
+            smoothing=config.bc_smoothing,
+            generator=torch.Generator().manual_seed(config.seed),
+        )
         _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
     policy.load_state_dict(_SFT_CACHE[key])
     return policy.to(device) if device else policy
@@ -109,8 +149,9 @@ def _build_agent(config: Config, env: ToolShell):
     make = agent_env_factory(config, env)
     if config.agent_policy == "templates":
         device = None if config.device == "auto" else config.device
-        collector = TemplateCollector(make, num_tasks=config.num_groups, group_size=config.group_size,
-                                      turn_cost=config.turn_cost)
+        collector = TemplateCollector(
+            make, num_tasks=config.num_groups, group_size=config.group_size, turn_cost=config.turn_cost
+        )
         return template_warm_start(config, env, device), collector
     device = None if config.device == "auto" else config.device
     critic_kind = config.critic_kind if config.critic else "none"
@@ -118,8 +159,14 @@ def _build_agent(config: Config, env: ToolShell):
     sub = config.sub_advantage
     if sub == "auto":
         sub = "ppo_bootstrap" if config.critic else "slime_grpo"
-    collector = AgentCollector(make, num_tasks=config.num_groups, group_size=config.group_size,
-                               sub_advantage=sub, gamma=config.gamma, **_agent_kwargs(config))
+    collector = AgentCollector(
+        make,
+        num_tasks=config.num_groups,
+        group_size=config.group_size,
+        sub_advantage=sub,
+        gamma=config.gamma,
+        **_agent_kwargs(config),
+    )
     return policy, collector
 
 
@@ -136,8 +183,14 @@ def agent_demos(env: ToolShell, n: int, seed: int = 0, **kwargs) -> list:
     return episodes
 
 
-def agent_sft(model: TinyGPT, episodes: list, steps: int = 200, batch_size: int = 32, lr: float = 3e-3,
-              generator: torch.Generator | None = None) -> list[float]:
+def agent_sft(
+    model: TinyGPT,
+    episodes: list,
+    steps: int = 200,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    generator: torch.Generator | None = None,
+) -> list[float]:
     """Supervised fine-tuning on demonstration sub-trajectories: cross-entropy on their trained (generated)
     tokens only, the same positions RL trains. Returns the loss of each step."""
     from rltutor.rollout.agent import episodes_to_batch
@@ -164,10 +217,27 @@ def agent_warm_start(config: Config, env: ToolShell | None = None, device=None) 
     ``config.sft_steps`` steps of :func:`agent_sft` on scripted demonstrations; cached per setting."""
     if env is None:
         env = make_env(config.env, seed=config.seed, **config.env_options)
-    key = ("agent", config.env, tuple(sorted(config.env_options.items())), config.n_layer, config.n_head,
-           config.n_embd, config.sft_steps, config.sft_lr, config.seed, tuple(sorted(_agent_kwargs(config).items())))
-    model = make_model(len(TOOL_VOCAB), config.context_budget, config.n_layer, config.n_head, config.n_embd,
-                       seed=config.seed, device=device)
+    key = (
+        "agent",
+        config.env,
+        tuple(sorted(config.env_options.items())),
+        config.n_layer,
+        config.n_head,
+        config.n_embd,
+        config.sft_steps,
+        config.sft_lr,
+        config.seed,
+        tuple(sorted(_agent_kwargs(config).items())),
+    )
+    model = make_model(
+        len(TOOL_VOCAB),
+        config.context_budget,
+        config.n_layer,
+        config.n_head,
+        config.n_embd,
+        seed=config.seed,
+        device=device,
+    )
     if key not in _SFT_CACHE:
         g = torch.Generator().manual_seed(config.seed)
         demos = agent_demos(env, 256, seed=config.seed, **_agent_kwargs(config))
@@ -190,10 +260,25 @@ def warm_start(config: Config, task: TokenTask | None = None, device=None) -> Ti
     then copied from a cache."""
     if task is None:
         task = make_env(config.env, seed=config.seed, **config.env_options)
-    key = (config.env, tuple(sorted(config.env_options.items())), config.n_layer, config.n_head, config.n_embd,
-           config.sft_steps, config.sft_lr, config.seed)
-    model = make_model(len(VOCAB), task.prompt_len + task.max_new_tokens, config.n_layer, config.n_head,
-                       config.n_embd, seed=config.seed, device=device)
+    key = (
+        config.env,
+        tuple(sorted(config.env_options.items())),
+        config.n_layer,
+        config.n_head,
+        config.n_embd,
+        config.sft_steps,
+        config.sft_lr,
+        config.seed,
+    )
+    model = make_model(
+        len(VOCAB),
+        task.prompt_len + task.max_new_tokens,
+        config.n_layer,
+        config.n_head,
+        config.n_embd,
+        seed=config.seed,
+        device=device,
+    )
     if key not in _SFT_CACHE:
         g = torch.Generator().manual_seed(config.seed)
         sft(model, task, steps=config.sft_steps, lr=config.sft_lr, generator=g)
@@ -202,8 +287,14 @@ def warm_start(config: Config, task: TokenTask | None = None, device=None) -> Ti
     return model
 
 
-def sft(model: TinyGPT, task: TokenTask, steps: int = 200, batch_size: int = 64, lr: float = 3e-3,
-        generator: torch.Generator | None = None) -> list[float]:
+def sft(
+    model: TinyGPT,
+    task: TokenTask,
+    steps: int = 200,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    generator: torch.Generator | None = None,
+) -> list[float]:
     """Supervised fine-tuning on correct completions: cross-entropy on the completion tokens only.
 
     Returns the loss of each step. Few steps give a policy that is right some of the time, which is

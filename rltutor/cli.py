@@ -141,18 +141,28 @@ def plot_learning_curve(history, path: str, title: str = "") -> None:
 
 def _agent_flags(args):
     """The multi-turn agent's flags (env toolshell) with the Config fields they set."""
-    return ((args.context_budget, "context_budget"), (args.compaction, "compaction"),
-            (args.sub_advantage, "sub_advantage"), (args.guard, "guard"), (args.agent_policy, "agent_policy"))
+    return (
+        (args.context_budget, "context_budget"),
+        (args.compaction, "compaction"),
+        (args.sub_advantage, "sub_advantage"),
+        (args.guard, "guard"),
+        (args.agent_policy, "agent_policy"),
+    )
 
 
 def _resume_conflicts(args, stored: dict) -> list[str]:
     """The flags given with --resume that contradict the run's stored config, each with the stored value."""
     opts = stored.get("env_options", {})
-    given = [("--algo", args.algo, stored.get("algo")), ("--env", args.env, stored.get("env")),
-             ("--seed", args.seed, stored.get("seed")), ("--group-size", args.group_size, stored.get("group_size")),
-             ("--scale", args.scale, stored.get("scale")), ("--horizon", args.horizon, opts.get("horizon")),
-             ("--reward-noise", args.reward_noise, opts.get("reward_noise")),
-             *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _agent_flags(args))]
+    given = [
+        ("--algo", args.algo, stored.get("algo")),
+        ("--env", args.env, stored.get("env")),
+        ("--seed", args.seed, stored.get("seed")),
+        ("--group-size", args.group_size, stored.get("group_size")),
+        ("--scale", args.scale, stored.get("scale")),
+        ("--horizon", args.horizon, opts.get("horizon")),
+        ("--reward-noise", args.reward_noise, opts.get("reward_noise")),
+        *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _agent_flags(args)),
+    ]
     bad = [f"{flag} {new} (the run's is {old!r})" for flag, new, old in given if new is not None and new != old]
     if args.hide_progress and opts.get("observe_progress", True):
         bad.append("--hide-progress (the run observes progress)")
@@ -180,8 +190,13 @@ def _new_config(args):
     if "algo" in sets:
         raise ValueError(f"--set algo={sets['algo']}: pick the preset with --algo {sets['algo']}")
     overrides.update(sets)
-    for flag, key in ((args.env, "env"), (args.steps, "total_steps"), (args.seed, "seed"),
-                      (args.group_size, "group_size"), *_agent_flags(args)):
+    for flag, key in (
+        (args.env, "env"),
+        (args.steps, "total_steps"),
+        (args.seed, "seed"),
+        (args.group_size, "group_size"),
+        *_agent_flags(args),
+    ):
         if flag is not None:
             overrides[key] = flag
     if overrides.get("agent_policy") == "templates":  # the template agent's settings; --set and flags win
@@ -230,25 +245,30 @@ def _train(args) -> int:
         state = Trainer.read_checkpoint(ckpt)
         bad = _resume_conflicts(args, state["config"])
         if bad:
-            raise ValueError(f"--resume continues the run in {args.out} with its stored config; these flags "
-                             f"contradict it: {'; '.join(bad)}. Drop them (only --steps may change), or start a "
-                             "new run in another --out")
+            raise ValueError(
+                f"--resume continues the run in {args.out} with its stored config; these flags "
+                f"contradict it: {'; '.join(bad)}. Drop them (only --steps may change), or start a "
+                "new run in another --out"
+            )
         budget = args.steps or dict(_parse_set(args.set)).get("total_steps")
         trainer = Trainer.from_state(state, source=ckpt, **({"total_steps": budget} if budget else {}))
     else:
         config = _new_config(args)
         found = [n for n in RUN_FILES if os.path.exists(os.path.join(args.out, n))]
         if found and not args.overwrite:
-            raise ValueError(f"{args.out} already holds a run ({', '.join(found)}); continue it with "
-                             f"rltutor train --out {args.out} --resume, delete it with --overwrite, or pick "
-                             "another --out")
+            raise ValueError(
+                f"{args.out} already holds a run ({', '.join(found)}); continue it with "
+                f"rltutor train --out {args.out} --resume, delete it with --overwrite, or pick "
+                "another --out"
+            )
         try:
             trainer = Trainer(config)
         except TypeError as e:  # an environment refusing an option: bad input, not a bug
             if not config.env_options or "keyword argument" not in str(e):
                 raise
-            raise ValueError(f"env_options {config.env_options} do not fit the {config.env!r} environment "
-                             f"({e})") from None
+            raise ValueError(
+                f"env_options {config.env_options} do not fit the {config.env!r} environment ({e})"
+            ) from None
         if args.overwrite:
             _remove_run(args.out)
     config = trainer.config
@@ -259,23 +279,28 @@ def _train(args) -> int:
     plot = os.path.join(args.out, "learning_curve.png")
     title = f"{config.algo} on {config.env}, seed {config.seed}"
     try:
-        history = trainer.train(progress=not args.no_progress, checkpoint=ckpt,
-                                checkpoint_every=args.checkpoint_every, metrics=metrics)
+        history = trainer.train(
+            progress=not args.no_progress, checkpoint=ckpt, checkpoint_every=args.checkpoint_every, metrics=metrics
+        )
     except KeyboardInterrupt:
         if trainer.last_saved is None:
-            print(f"rltutor: interrupted before the first checkpoint; nothing to resume in {args.out}",
-                  file=sys.stderr)
+            print(f"rltutor: interrupted before the first checkpoint; nothing to resume in {args.out}", file=sys.stderr)
             return 130
         if trainer.history:
             plot_learning_curve(trainer.history_frame(), plot, title=title)
         update, steps = trainer.last_saved
-        print(f"rltutor: interrupted; {ckpt} holds update {update} ({steps} env steps); continue with: "
-              f"rltutor train --out {args.out} --resume", file=sys.stderr)
+        print(
+            f"rltutor: interrupted; {ckpt} holds update {update} ({steps} env steps); continue with: "
+            f"rltutor train --out {args.out} --resume",
+            file=sys.stderr,
+        )
         return 130
     plot_learning_curve(history, plot, title=title)
     last = history["return_last10"].iloc[-1] if len(history) else float("nan")
-    print(f"done: {trainer.env_steps} env steps in {trainer.elapsed:.1f} s, mean return of the last 10 "
-          f"episodes {last:.3g}; wrote {args.out}/metrics.csv, config.json, learning_curve.png, checkpoint.pt")
+    print(
+        f"done: {trainer.env_steps} env steps in {trainer.elapsed:.1f} s, mean return of the last 10 "
+        f"episodes {last:.3g}; wrote {args.out}/metrics.csv, config.json, learning_curve.png, checkpoint.pt"
+    )
     return 0
 
 
@@ -306,10 +331,14 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train a policy with one of the registered algorithms")
     t.add_argument("--algo", default=None, help="a preset: ppo (default), grpo, dr_grpo, dapo, rloo... (rltutor list)")
     t.add_argument("--env", default=None, help="environment name, e.g. CartPole-v1, Acrobot-v1, corridor")
-    t.add_argument("--steps", type=int, default=None,
-                   help="training budget in environment steps; the lr anneals linearly to 0 at it. With --resume, "
-                        "a new budget: the lr continues from its value at the checkpoint down to 0 at the new "
-                        "budget (never back up); the same budget continues the run exactly")
+    t.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="training budget in environment steps; the lr anneals linearly to 0 at it. With --resume, "
+        "a new budget: the lr continues from its value at the checkpoint down to 0 at the new "
+        "budget (never back up); the same budget continues the run exactly",
+    )
     t.add_argument("--seed", type=int, default=None, help="random seed (default 1)")
     t.add_argument("--out", required=True, help="output directory")
     t.add_argument("--group-size", type=int, default=None, help="G, episodes per group (GRPO family)")
@@ -319,25 +348,52 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--context-budget", type=int, default=None, help="toolshell: tokens per context before compaction")
     t.add_argument("--compaction", default=None, help="toolshell: none, recent or summary")
     t.add_argument("--sub-advantage", default=None, help="toolshell: ppo_bootstrap, slime_grpo... (rltutor list)")
-    t.add_argument("--guard", choices=("none", "abort", "penalize", "decoy"), default=None,
-                   help="toolshell: what a call the guard blocks gets (none: no guard)")
-    t.add_argument("--agent-policy", choices=("tokens", "templates"), default=None,
-                   help="toolshell: a TinyGPT writes commands (tokens) or an MLP picks templates (templates)")
-    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any Config field, read as its type: --set lr=1e-3, --set anneal_lr=false, "
-                        "--set hidden=64,64, --set max_grad_norm=none (repeatable)")
-    t.add_argument("--hparams", choices=("tuned", "defaults"), default=None,
-                   help="tuned: settings tuned for this algorithm and environment where we have them "
-                        "(rltutor.config.tuned_settings, the default); defaults: the preset's own")
-    t.add_argument("--scale", choices=("quick", "full"), default=None,
-                   help="the size tuned settings are taken from (token tasks: model width, SFT steps, batch): "
-                        "quick (default) for a CPU, full for a GPU; recorded in config.json")
+    t.add_argument(
+        "--guard",
+        choices=("none", "abort", "penalize", "decoy"),
+        default=None,
+        help="toolshell: what a call the guard blocks gets (none: no guard)",
+    )
+    t.add_argument(
+        "--agent-policy",
+        choices=("tokens", "templates"),
+        default=None,
+        help="toolshell: a TinyGPT writes commands (tokens) or an MLP picks templates (templates)",
+    )
+    t.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any Config field, read as its type: --set lr=1e-3, --set anneal_lr=false, "
+        "--set hidden=64,64, --set max_grad_norm=none (repeatable)",
+    )
+    t.add_argument(
+        "--hparams",
+        choices=("tuned", "defaults"),
+        default=None,
+        help="tuned: settings tuned for this algorithm and environment where we have them "
+        "(rltutor.config.tuned_settings, the default); defaults: the preset's own",
+    )
+    t.add_argument(
+        "--scale",
+        choices=("quick", "full"),
+        default=None,
+        help="the size tuned settings are taken from (token tasks: model width, SFT steps, batch): "
+        "quick (default) for a CPU, full for a GPU; recorded in config.json",
+    )
     t.add_argument("--checkpoint-every", type=int, default=10, help="updates between checkpoints")
-    t.add_argument("--resume", action="store_true",
-                   help="continue the run in OUT from OUT/checkpoint.pt with its stored config (flags that "
-                        "contradict it are refused; --steps may set a new budget)")
-    t.add_argument("--overwrite", action="store_true",
-                   help="OUT holds a run: delete its checkpoint, config, metrics and plot first")
+    t.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in OUT from OUT/checkpoint.pt with its stored config (flags that "
+        "contradict it are refused; --steps may set a new budget)",
+    )
+    t.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="OUT holds a run: delete its checkpoint, config, metrics and plot first",
+    )
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
     ls = sub.add_parser("list", help="list algorithms, environments, estimators and losses")

@@ -32,15 +32,36 @@ from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES
 from rltutor.utils import SCALES, check_choice, check_device, check_int, check_number, resolve_scale
 
-__all__ = ["Config", "template_settings", "ALGORITHMS", "make_config", "list_algorithms", "TUNED", "tuned_settings",
-           "LM_ALGOS", "LM_SCALES", "lm_settings"]
+__all__ = [
+    "Config",
+    "template_settings",
+    "ALGORITHMS",
+    "make_config",
+    "list_algorithms",
+    "TUNED",
+    "tuned_settings",
+    "LM_ALGOS",
+    "LM_SCALES",
+    "lm_settings",
+]
 
 ROLLOUTS = ("segments", "episodes")
 NORM_ADV = ("none", "batch", "minibatch")
 MLP_FIELDS = ("hidden", "shared_trunk")
 """fields that apply only to vector environments (an MLP policy)"""
-AGENT_FIELDS = ("context_budget", "compaction", "keep_turns", "train_summary", "sub_advantage", "max_cmd_tokens",
-                "max_obs_tokens", "agent_policy", "guard", "turn_cost", "bc_smoothing")
+AGENT_FIELDS = (
+    "context_budget",
+    "compaction",
+    "keep_turns",
+    "train_summary",
+    "sub_advantage",
+    "max_cmd_tokens",
+    "max_obs_tokens",
+    "agent_policy",
+    "guard",
+    "turn_cost",
+    "bc_smoothing",
+)
 """fields that apply only to the multi-turn agent environment ("toolshell"); left out of config.json elsewhere"""
 AGENT_ENVS = ("toolshell",)
 """environments played by a multi-turn language-model agent (rltutor.rollout.agent)"""
@@ -54,15 +75,45 @@ TEMPLATE_ENV = {"hops": 8, "max_turns": 9, "max_output_chars": 400}
 """the toolshell tasks of the template agent: an honest solve takes hops + 2 = 10 calls, one more than the budget
 of 9, so only a shortcut (2-3 calls) earns the reward (see rltutor.experiments.agents for why)"""
 TEMPLATE_SETTINGS = {
-    "ppo": dict(env_options=TEMPLATE_ENV, num_groups=4, group_size=8, lr=1e-3, anneal_lr=False, gamma=0.99, lam=0.95,
-                epochs=4, minibatches=4, ent_coef=0.02, turn_cost=0.1, sft_steps=200, eval_every=0),
-    "grpo": dict(env_options=TEMPLATE_ENV, num_groups=4, group_size=8, lr=1e-3, anneal_lr=False, epochs=4,
-                 minibatches=4, turn_cost=0.1, sft_steps=200, eval_every=0),
+    "ppo": dict(
+        env_options=TEMPLATE_ENV,
+        num_groups=4,
+        group_size=8,
+        lr=1e-3,
+        anneal_lr=False,
+        gamma=0.99,
+        lam=0.95,
+        epochs=4,
+        minibatches=4,
+        ent_coef=0.02,
+        turn_cost=0.1,
+        sft_steps=200,
+        eval_every=0,
+    ),
+    "grpo": dict(
+        env_options=TEMPLATE_ENV,
+        num_groups=4,
+        group_size=8,
+        lr=1e-3,
+        anneal_lr=False,
+        epochs=4,
+        minibatches=4,
+        turn_cost=0.1,
+        sft_steps=200,
+        eval_every=0,
+    ),
 }
 """Settings of the template agent per algorithm (``rltutor train --agent-policy templates`` applies them;
 ``--set`` wins); measured in rltutor.experiments.agents."""
-SUB_ADVANTAGE_NAMES = ("auto", "ppo_bootstrap", "ppo_no_bootstrap", "slime_grpo", "broadcast_grpo", "split_reward",
-                       "index_groups")
+SUB_ADVANTAGE_NAMES = (
+    "auto",
+    "ppo_bootstrap",
+    "ppo_no_bootstrap",
+    "slime_grpo",
+    "broadcast_grpo",
+    "split_reward",
+    "index_groups",
+)
 """how sub-trajectories get advantages (rltutor.rollout.compaction.SUB_ADVANTAGES), plus "auto"
 (ppo_bootstrap with a critic, slime_grpo without)"""
 LM_FIELDS = ("n_layer", "n_head", "n_embd", "critic_kind", "temperature", "sft_steps", "sft_lr", "overlong_buffer")
@@ -245,18 +296,26 @@ class Config:
         self._check_numbers()
         self.uses_groups = self.estimator in GROUP_METHODS
         if self.uses_groups and self.group_size < 2:
-            raise ValueError(f"the {self.estimator!r} estimator compares each episode with the others of its "
-                             f"group, so it needs group_size >= 2, got group_size={self.group_size}; a group "
-                             "of one has advantage 0 (or 0/0): set group_size=8, say")
+            raise ValueError(
+                f"the {self.estimator!r} estimator compares each episode with the others of its "
+                f"group, so it needs group_size >= 2, got group_size={self.group_size}; a group "
+                "of one has advantage 0 (or 0/0): set group_size=8, say"
+            )
         if self.uses_groups and self.rollout != "episodes":
-            raise ValueError(f"the {self.estimator!r} estimator scores complete episodes in groups; set "
-                             f"rollout='episodes' (got rollout={self.rollout!r})")
+            raise ValueError(
+                f"the {self.estimator!r} estimator scores complete episodes in groups; set "
+                f"rollout='episodes' (got rollout={self.rollout!r})"
+            )
         if self.estimator == "gae" and not self.critic:
-            raise ValueError("the 'gae' estimator needs a critic: set critic=True or pick a critic-free "
-                             f"estimator ({', '.join(sorted(set(ESTIMATORS) - {'gae'}))})")
+            raise ValueError(
+                "the 'gae' estimator needs a critic: set critic=True or pick a critic-free "
+                f"estimator ({', '.join(sorted(set(ESTIMATORS) - {'gae'}))})"
+            )
         if self.max_draws > 1 and not self.dynamic_sampling:
-            raise ValueError(f"max_draws={self.max_draws} refills the groups that dynamic sampling drops, but "
-                             "dynamic_sampling is off; set dynamic_sampling=True (the 'dapo' preset) or max_draws=1")
+            raise ValueError(
+                f"max_draws={self.max_draws} refills the groups that dynamic sampling drops, but "
+                "dynamic_sampling is off; set dynamic_sampling=True (the 'dapo' preset) or max_draws=1"
+            )
         if self.env in AGENT_ENVS:
             self._check_agent()
         self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
@@ -266,25 +325,46 @@ class Config:
         """The agent's sub-trajectory advantages must fit the estimator and the critic."""
         sa = self.sub_advantage
         if sa in ("ppo_bootstrap", "ppo_no_bootstrap") and self.estimator != "gae":
-            raise ValueError(f"sub_advantage={sa!r} feeds GAE; set estimator='gae' with a critic (--algo ppo), or "
-                             "pick slime_grpo, split_reward, index_groups or broadcast_grpo")
+            raise ValueError(
+                f"sub_advantage={sa!r} feeds GAE; set estimator='gae' with a critic (--algo ppo), or "
+                "pick slime_grpo, split_reward, index_groups or broadcast_grpo"
+            )
         if sa == "broadcast_grpo" and (self.estimator != "reinforce" or self.gamma != 1.0):
-            raise ValueError("sub_advantage='broadcast_grpo' puts each episode's GRPO advantage on its "
-                             "sub-trajectories' last token; the 'reinforce' estimator with gamma=1 then copies it to "
-                             f"every token (got estimator={self.estimator!r}, gamma={self.gamma}): "
-                             "--set estimator=reinforce --set gamma=1.0")
+            raise ValueError(
+                "sub_advantage='broadcast_grpo' puts each episode's GRPO advantage on its "
+                "sub-trajectories' last token; the 'reinforce' estimator with gamma=1 then copies it to "
+                f"every token (got estimator={self.estimator!r}, gamma={self.gamma}): "
+                "--set estimator=reinforce --set gamma=1.0"
+            )
         if self.agent_policy == "tokens" and self.turn_cost > 0:
-            raise ValueError(f"turn_cost={self.turn_cost} is applied by the template agent only; set "
-                             "agent_policy='templates' or turn_cost=0")
+            raise ValueError(
+                f"turn_cost={self.turn_cost} is applied by the template agent only; set "
+                "agent_policy='templates' or turn_cost=0"
+            )
         if self.context_budget < 2 * self.max_cmd_tokens + 8:
-            raise ValueError(f"context_budget={self.context_budget} leaves no room for the task and a command of "
-                             f"{self.max_cmd_tokens} tokens; use context_budget >= 128 (512 fits most episodes)")
+            raise ValueError(
+                f"context_budget={self.context_budget} leaves no room for the task and a command of "
+                f"{self.max_cmd_tokens} tokens; use context_budget >= 128 (512 fits most episodes)"
+            )
 
     def _check_numbers(self) -> None:
         """Types and ranges of every numeric field: reject what cannot be meant, naming the valid range."""
-        for name in ("total_steps", "num_envs", "num_steps", "group_size", "num_groups", "epochs", "minibatches",
-                     "max_draws", "n_layer", "n_head", "n_embd", "context_budget", "max_cmd_tokens",
-                     "max_obs_tokens"):
+        for name in (
+            "total_steps",
+            "num_envs",
+            "num_steps",
+            "group_size",
+            "num_groups",
+            "epochs",
+            "minibatches",
+            "max_draws",
+            "n_layer",
+            "n_head",
+            "n_embd",
+            "context_budget",
+            "max_cmd_tokens",
+            "max_obs_tokens",
+        ):
             check_int(name, getattr(self, name), 1)
         check_int("seed", self.seed, None)
         check_int("sft_steps", self.sft_steps, 0)
@@ -337,8 +417,17 @@ class Config:
 
 
 # Algorithms are named sets of overrides of one Config: one loop, many presets.
-_GROUP = dict(rollout="episodes", critic=False, norm_adv="none", ent_coef=0.0, vf_clip=None, epochs=1,
-              minibatches=4, lr=1e-3, gamma=1.0)
+_GROUP = dict(
+    rollout="episodes",
+    critic=False,
+    norm_adv="none",
+    ent_coef=0.0,
+    vf_clip=None,
+    epochs=1,
+    minibatches=4,
+    lr=1e-3,
+    gamma=1.0,
+)
 ALGORITHMS: dict[str, dict] = {
     # PPO (Schulman et al. 2017) with a critic and GAE. The defaults of Config are CleanRL's ppo.py.
     "ppo": dict(),
@@ -351,8 +440,7 @@ ALGORITHMS: dict[str, dict] = {
     # DAPO (Yu et al. 2025): clip-higher, token-mean, dynamic sampling.
     "dapo": dict(_GROUP, estimator="grpo", agg="token-mean", clip_high=0.28, dynamic_sampling=True),
     # GSPO (Zheng et al. 2025): sequence-level ratio with tiny clip ranges.
-    "gspo": dict(_GROUP, estimator="grpo", loss="gspo", clip_low=3e-4, clip_high=4e-4,
-                 agg="seq-mean-token-mean"),
+    "gspo": dict(_GROUP, estimator="grpo", loss="gspo", clip_low=3e-4, clip_high=4e-4, agg="seq-mean-token-mean"),
     # GMPO (Zhao et al. 2025): geometric mean of token ratios, clip 0.4 in log space.
     "gmpo": dict(_GROUP, estimator="grpo", loss="gmpo", clip_low=0.4, clip_high=0.4),
     # CISPO (MiniMax-M1 2025): clipped, stop-gradient IS weight times log pi.
@@ -360,11 +448,11 @@ ALGORITHMS: dict[str, dict] = {
     # RLOO (Ahmadian et al. 2024): leave-one-out baseline, plain policy gradient, one step per batch.
     "rloo": dict(_GROUP, estimator="rloo", loss="reinforce", minibatches=1, agg="token-mean"),
     # REINFORCE (Williams 1992): return-to-go, no baseline, one step per batch.
-    "reinforce": dict(_GROUP, estimator="reinforce", loss="reinforce", minibatches=1, group_size=1,
-                      num_groups=16, agg="token-mean"),
+    "reinforce": dict(
+        _GROUP, estimator="reinforce", loss="reinforce", minibatches=1, group_size=1, num_groups=16, agg="token-mean"
+    ),
     # REINFORCE++ (Hu 2025): return-to-go whitened over the batch.
-    "reinforce_pp": dict(_GROUP, estimator="reinforce_pp", loss="ppo", group_size=1, num_groups=16,
-                         agg="token-mean"),
+    "reinforce_pp": dict(_GROUP, estimator="reinforce_pp", loss="ppo", group_size=1, num_groups=16, agg="token-mean"),
 }
 """The algorithm presets: each a named set of overrides of :class:`Config` (one loop, many presets)."""
 
@@ -390,8 +478,19 @@ def make_config(algo: str = "ppo", **overrides) -> Config:
 # PPO on CartPole-v1, tuned by hand on seeds 101-103 (the benchmark reports seeds 1-5): rl-zoo's
 # gamma/lambda, no entropy bonus, no value clipping, 8 envs x 32 steps, 10 epochs of 2 minibatches,
 # Adam at 2e-3 annealed to 0 over 50k env steps (the benchmark's budget; shorter runs stop early).
-CARTPOLE_PPO = dict(env="CartPole-v1", num_envs=8, num_steps=32, epochs=10, minibatches=2, lr=2e-3,
-                    gamma=0.98, lam=0.8, ent_coef=0.0, vf_clip=None, total_steps=50_000)
+CARTPOLE_PPO = dict(
+    env="CartPole-v1",
+    num_envs=8,
+    num_steps=32,
+    epochs=10,
+    minibatches=2,
+    lr=2e-3,
+    gamma=0.98,
+    lam=0.8,
+    ent_coef=0.0,
+    vf_clip=None,
+    total_steps=50_000,
+)
 # GRPO on CartPole-v1: groups of 8 episodes, 4 groups per update, no critic, 4 epochs of 4 minibatches
 # (picked on seed 101 among lr 1e-3..3e-3 and 1..8 epochs).
 CARTPOLE_GRPO = dict(env="CartPole-v1", group_size=8, num_groups=4, lr=2e-3, epochs=4, total_steps=50_000)
@@ -407,8 +506,21 @@ LM_ALGOS = ("grpo", "dr_grpo", "dapo", "gspo", "gmpo", "cispo", "rloo", "reinfor
 
 # Token-level PPO: a critic, GAE with gamma = lambda = 1 (a terminal reward must not be discounted or
 # decayed over the completion), advantages whitened over the batch (as verl does).
-_LM_PPO = dict(rollout="episodes", critic=True, estimator="gae", loss="ppo", gamma=1.0, lam=1.0, ent_coef=0.0,
-               norm_adv="batch", epochs=1, minibatches=4, vf_clip=None, vf_coef=0.5, agg="token-mean")
+_LM_PPO = dict(
+    rollout="episodes",
+    critic=True,
+    estimator="gae",
+    loss="ppo",
+    gamma=1.0,
+    lam=1.0,
+    ent_coef=0.0,
+    norm_adv="batch",
+    epochs=1,
+    minibatches=4,
+    vf_clip=None,
+    vf_coef=0.5,
+    agg="token-mean",
+)
 LM_OVERRIDES: dict[str, dict] = {
     "dapo": dict(overlong_buffer=2),  # + the preset's clip-higher, token-mean and dynamic sampling
     "ppo": _LM_PPO,
@@ -426,8 +538,14 @@ LM_TASK_OPTIONS = {"addition": {"max_operand": 19}}
 """Task options ``rltutor train`` starts a token task with (chapter 06's short task)."""
 
 
-def lm_settings(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
-                task_options: dict | None = None, **overrides) -> dict:
+def lm_settings(
+    algo: str,
+    task: str = "addition",
+    scale: str | None = None,
+    seed: int = 0,
+    task_options: dict | None = None,
+    **overrides,
+) -> dict:
     """The :func:`make_config` keyword arguments for ``algo`` on a token task at this scale: the
     scale's model, SFT, batch and learning rate, then :data:`LM_OVERRIDES`, then ``overrides``."""
     check_choice("language-model algorithm", algo, LM_ALGOS)
@@ -437,8 +555,19 @@ def lm_settings(algo: str, task: str = "addition", scale: str | None = None, see
     if algo == "reinforce_pp":  # one completion per prompt, as many prompts: the same number of completions
         groups = dict(num_groups=s["num_groups"] * s["group_size"], group_size=1)
     env_options = {**(task_options or {}), **overrides.pop("env_options", {})}
-    cfg = dict(env=task, env_options=env_options, scale=sc, n_embd=s["n_embd"], sft_steps=s["sft_steps"],
-               **groups, lr=s["lr"], anneal_lr=False, seed=seed, device="auto", total_steps=10**9)
+    cfg = dict(
+        env=task,
+        env_options=env_options,
+        scale=sc,
+        n_embd=s["n_embd"],
+        sft_steps=s["sft_steps"],
+        **groups,
+        lr=s["lr"],
+        anneal_lr=False,
+        seed=seed,
+        device="auto",
+        total_steps=10**9,
+    )
     cfg.update(LM_OVERRIDES.get(algo, {}))
     cfg.update(overrides)
     return cfg

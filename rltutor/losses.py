@@ -100,14 +100,17 @@ def _masked_mean(x: torch.Tensor, m: torch.Tensor, dim: int | None = None) -> to
     if dim is None:
         n = m.sum()
         if n == 0:
-            raise ValueError("masked_mean over an all-zero mask: there is nothing to average; "
-                             "check that the batch contains valid tokens")
+            raise ValueError(
+                "masked_mean over an all-zero mask: there is nothing to average; "
+                "check that the batch contains valid tokens"
+            )
         return x.sum() / n
     return x.sum(dim) / m.sum(dim).clamp(min=1.0)
 
 
-def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean",
-              norm: float | None = None) -> torch.Tensor:
+def aggregate(
+    loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", norm: float | None = None
+) -> torch.Tensor:
     """Reduce a (B, T) per-token loss to a scalar. The modes differ only in the normalizer.
 
     With L_{i,t} the loss of token t of row i, m_{i,t} the mask, ``|o_i|`` = sum_t m_{i,t} and B' the
@@ -131,9 +134,11 @@ def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mea
     """
     check_choice("aggregation mode", mode, AGG_MODES)
     if not isinstance(loss_mat, torch.Tensor) or loss_mat.dim() != 2:
-        raise ValueError("loss_mat must be a (B, T) torch.Tensor, got "
-                         f"{type(loss_mat).__name__} of shape {tuple(getattr(loss_mat, 'shape', ()))}; "
-                         "give one loss per token (reshape a flat loss to (B, T))")
+        raise ValueError(
+            "loss_mat must be a (B, T) torch.Tensor, got "
+            f"{type(loss_mat).__name__} of shape {tuple(getattr(loss_mat, 'shape', ()))}; "
+            "give one loss per token (reshape a flat loss to (B, T))"
+        )
     if not loss_mat.is_floating_point():
         raise ValueError(f"loss_mat must be a floating tensor, got dtype {loss_mat.dtype}; use .float()")
     check_mask(mask, like=loss_mat)
@@ -143,8 +148,10 @@ def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mea
     valid = mask.bool()
     if not torch.isfinite(torch.where(valid, loss_mat.detach(), 0.0)).all():
         bad = (valid & ~torch.isfinite(loss_mat.detach())).nonzero()[0].tolist()
-        raise ValueError(f"loss_mat holds NaN or inf at a valid (mask 1) entry, first at {bad}; check the "
-                         "upstream loss (masked entries may hold anything)")
+        raise ValueError(
+            f"loss_mat holds NaN or inf at a valid (mask 1) entry, first at {bad}; check the "
+            "upstream loss (masked entries may hold anything)"
+        )
     return _aggregate(loss_mat, mask.to(loss_mat.dtype), mode, norm)
 
 
@@ -316,8 +323,7 @@ def policy_loss(
     logp = torch.where(valid, logp, 0.0)
     old_logp = torch.where(valid, old_logp, 0.0)
     advantages = torch.where(valid, advantages, 0.0)
-    loss_mat, clipped, per_seq = POLICY_LOSSES[kind](
-        logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip)
+    loss_mat, clipped, per_seq = POLICY_LOSSES[kind](logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip)
     m = mask.to(logp.dtype)
     loss_mat = torch.where(valid, loss_mat, 0.0)
 
@@ -327,12 +333,20 @@ def policy_loss(
         n = m.sum().clamp(min=1.0)
         log_ratio = (logp - old_logp).detach()
         ratio = torch.exp(log_ratio)
-        stats = dict(zip(("clip_frac", "approx_kl", "ratio_mean", "ratio_max"), torch.stack([
-            (clipped & valid).sum() / n,
-            ((ratio - 1.0) - log_ratio).sum() / n,  # k3: (rho - 1) - log rho >= 0
-            (ratio * m).sum() / n,
-            torch.where(valid, ratio, 0.0).max(),  # 0 when no token is valid
-        ]).tolist(), strict=True))
+        stats = dict(
+            zip(
+                ("clip_frac", "approx_kl", "ratio_mean", "ratio_max"),
+                torch.stack(
+                    [
+                        (clipped & valid).sum() / n,
+                        ((ratio - 1.0) - log_ratio).sum() / n,  # k3: (rho - 1) - log rho >= 0
+                        (ratio * m).sum() / n,
+                        torch.where(valid, ratio, 0.0).max(),  # 0 when no token is valid
+                    ]
+                ).tolist(),
+                strict=True,
+            )
+        )
 
     if agg is None:
         return loss_mat, stats

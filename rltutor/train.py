@@ -113,8 +113,10 @@ class Trainer:
 
     def __init__(self, config: Config, policy=None, collector=None):
         if not isinstance(config, Config):
-            raise ValueError(f"config must be an rltutor.config.Config, got {type(config).__name__}; "
-                             "use rltutor.config.make_config('ppo', ...)")
+            raise ValueError(
+                f"config must be an rltutor.config.Config, got {type(config).__name__}; "
+                "use rltutor.config.make_config('ppo', ...)"
+            )
         if (policy is None) != (collector is None):
             raise ValueError("give both policy and collector, or neither (then both are built from the config)")
         self.config = config
@@ -155,9 +157,11 @@ class Trainer:
             raise ValueError(f"the batch lacks {missing}; a collector must return the keys listed in rltutor.rollout")
         bad = _finite(logp=batch["logp"], rewards=batch["rewards"], values=batch.get("values"))
         if bad:
-            raise FloatingPointError(f"update {self.update_idx}: the collected {bad} hold NaN or inf; training "
-                                     "stopped before any parameter changed (check the environment's rewards "
-                                     "and the policy's outputs; try a lower lr)")
+            raise FloatingPointError(
+                f"update {self.update_idx}: the collected {bad} hold NaN or inf; training "
+                "stopped before any parameter changed (check the environment's rewards "
+                "and the policy's outputs; try a lower lr)"
+            )
         metrics: dict[str, float] = {}
 
         # 1. Dead groups (all scores equal -> every advantage 0) and, for DAPO, dropping them.
@@ -169,8 +173,9 @@ class Trainer:
             keep = ~dead[inv]  # (B,) rows of live groups
             if not keep.any():
                 return {**metrics, "rows": 0.0}  # nothing to learn from: skip the update
-            batch = {k: v[keep] if isinstance(v, torch.Tensor) and v.shape[:1] == keep.shape else v
-                     for k, v in batch.items()}
+            batch = {
+                k: v[keep] if isinstance(v, torch.Tensor) and v.shape[:1] == keep.shape else v for k, v in batch.items()
+            }
         mask, rewards = batch["mask"], batch["rewards"]
         metrics["rows"] = float(mask.shape[0])
 
@@ -188,8 +193,15 @@ class Trainer:
 
         # 3. Advantages A_t and returns R_t.
         values = batch.get("values")
-        adv, returns = compute_advantages(c.estimator, rewards=rewards, mask=mask, values=values,
-                                          group_ids=batch["group_ids"], gamma=c.gamma, lam=c.lam)
+        adv, returns = compute_advantages(
+            c.estimator,
+            rewards=rewards,
+            mask=mask,
+            values=values,
+            group_ids=batch["group_ids"],
+            gamma=c.gamma,
+            lam=c.lam,
+        )
         if returns is None:
             returns = discounted_returns(rewards, mask, c.gamma)
         if c.norm_adv == "batch":
@@ -201,16 +213,16 @@ class Trainer:
         params = [p for p in self.policy.parameters() if p.requires_grad]
         B = mask.shape[0]
         mb_size = math.ceil(B / c.minibatches)
-        sums: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
-                                                         "clip_frac", "grad_norm", "loss")}
+        sums: dict[str, list[float]] = {
+            k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "loss")
+        }
         epochs_run = 0
         for _epoch in range(c.epochs):
             perm = torch.randperm(B, generator=self.generator).to(self.device)
             epoch_kl = []
             for start in range(0, B, mb_size):
-                idx = perm[start:start + mb_size]
-                mb = {k: v[idx] if isinstance(v, torch.Tensor) and v.shape[:1] == (B,) else v
-                      for k, v in batch.items()}
+                idx = perm[start : start + mb_size]
+                mb = {k: v[idx] if isinstance(v, torch.Tensor) and v.shape[:1] == (B,) else v for k, v in batch.items()}
                 m = mb["mask"]
                 if m.sum() < 1:
                     continue
@@ -223,15 +235,30 @@ class Trainer:
                     raise FloatingPointError(
                         f"update {self.update_idx}: the policy's {bad} became NaN or inf; training stopped before "
                         "the optimizer step, so the last checkpoint is untouched (try a lower lr or "
-                        "max_grad_norm)")
-                pl, st = policy_loss(out["logp"], mb["logp"], a, m, kind=c.loss, clip_low=c.clip_low,
-                                     clip_high=c.clip_high, dual_clip=c.dual_clip, agg=c.agg)
+                        "max_grad_norm)"
+                    )
+                pl, st = policy_loss(
+                    out["logp"],
+                    mb["logp"],
+                    a,
+                    m,
+                    kind=c.loss,
+                    clip_low=c.clip_low,
+                    clip_high=c.clip_high,
+                    dual_clip=c.dual_clip,
+                    agg=c.agg,
+                )
                 entropy = aggregate(out["entropy"], m, c.agg)  # H[pi(.|s_t)]
                 loss = pl - c.ent_coef * entropy  # L = L_pi - c_ent * H
                 vl = None
                 if self.policy.has_critic:
-                    vl = value_loss(out["values"], mb["values"] if "values" in mb else out["values"].detach(),
-                                    returns[idx], m, clip=c.vf_clip if "values" in mb else None)
+                    vl = value_loss(
+                        out["values"],
+                        mb["values"] if "values" in mb else out["values"].detach(),
+                        returns[idx],
+                        m,
+                        clip=c.vf_clip if "values" in mb else None,
+                    )
                     loss = loss + c.vf_coef * vl  # + c_v * 1/2 (V - R)^2
                 if ref_logp is not None and not c.kl_in_reward:
                     loss = loss + c.kl_coef * aggregate(kl_penalty(out["logp"], ref_logp[idx], c.kl_kind), m, c.agg)
@@ -239,15 +266,22 @@ class Trainer:
                     raise FloatingPointError(
                         f"update {self.update_idx}: the loss is {loss.item()} (policy loss {pl.item()}, value loss "
                         f"{None if vl is None else vl.item()}); training stopped before the optimizer step, so "
-                        "the last checkpoint is untouched (try a lower lr or max_grad_norm)")
+                        "the last checkpoint is untouched (try a lower lr or max_grad_norm)"
+                    )
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 max_norm = c.max_grad_norm if c.max_grad_norm is not None else math.inf
                 grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)  # ||g|| before clipping
                 self.optimizer.step()
-                for k, v in (("policy_loss", pl.item()), ("value_loss", math.nan if vl is None else vl.item()),
-                             ("entropy", entropy.item()), ("approx_kl", st["approx_kl"]),
-                             ("clip_frac", st["clip_frac"]), ("grad_norm", grad_norm.item()), ("loss", loss.item())):
+                for k, v in (
+                    ("policy_loss", pl.item()),
+                    ("value_loss", math.nan if vl is None else vl.item()),
+                    ("entropy", entropy.item()),
+                    ("approx_kl", st["approx_kl"]),
+                    ("clip_frac", st["clip_frac"]),
+                    ("grad_norm", grad_norm.item()),
+                    ("loss", loss.item()),
+                ):
                     sums[k].append(v)
                 epoch_kl.append(st["approx_kl"])
             epochs_run += 1
@@ -307,10 +341,16 @@ class Trainer:
         for r, n in zip(rets, lens, strict=True):
             self.episodes.append({"env_steps": self.env_steps, "return": r, "length": n, "time_s": self.elapsed})
         recent = [e["return"] for e in self.episodes[-10:]]
-        row = {"update": self.update_idx, "env_steps": self.env_steps,
-               "episode_return": float(np.mean(rets)) if rets else float("nan"),
-               "episodes": len(rets), "return_last10": float(np.mean(recent)) if recent else float("nan"),
-               **metrics, "lr": lr, "time_s": self.elapsed}
+        row = {
+            "update": self.update_idx,
+            "env_steps": self.env_steps,
+            "episode_return": float(np.mean(rets)) if rets else float("nan"),
+            "episodes": len(rets),
+            "return_last10": float(np.mean(recent)) if recent else float("nan"),
+            **metrics,
+            "lr": lr,
+            "time_s": self.elapsed,
+        }
         clash = sorted(set(info.get("metrics", {})) & set(row))
         if clash:
             raise ValueError(f"the collector's metrics {clash} would overwrite the trainer's; rename them")
@@ -320,8 +360,14 @@ class Trainer:
         self.history.append(row)
         return row
 
-    def train(self, total_steps: int | None = None, progress: bool = True, checkpoint: str | None = None,
-              checkpoint_every: int = 10, metrics: str | None = None):
+    def train(
+        self,
+        total_steps: int | None = None,
+        progress: bool = True,
+        checkpoint: str | None = None,
+        checkpoint_every: int = 10,
+        metrics: str | None = None,
+    ):
         """Run until ``total_steps`` env steps (default: the config's); return the history as a DataFrame.
 
         With ``checkpoint`` set, save there every ``checkpoint_every`` updates and at the end; a Ctrl-C
@@ -333,17 +379,26 @@ class Trainer:
         """
         from tqdm.auto import tqdm
 
-        if checkpoint and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
-                           or checkpoint_every < 1):
-            raise ValueError(f"checkpoint_every must be an integer >= 1 (updates between checkpoints), "
-                             f"got {checkpoint_every!r}")
+        if checkpoint and (
+            isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1
+        ):
+            raise ValueError(
+                f"checkpoint_every must be an integer >= 1 (updates between checkpoints), got {checkpoint_every!r}"
+            )
         total = self.config.total_steps if total_steps is None else int(total_steps)
         log = _CsvLog(metrics) if metrics else None
         if log:
             log.rewrite(self.history)  # start from the history this trainer holds (a resumed run's)
-        with _deferred_interrupt(enabled=bool(checkpoint)) as interrupted, \
-                tqdm(total=total, initial=min(self.env_steps, total), disable=not progress, unit="step",
-                     desc=f"{self.config.algo} {self.config.env}") as bar:
+        with (
+            _deferred_interrupt(enabled=bool(checkpoint)) as interrupted,
+            tqdm(
+                total=total,
+                initial=min(self.env_steps, total),
+                disable=not progress,
+                unit="step",
+                desc=f"{self.config.algo} {self.config.env}",
+            ) as bar,
+        ):
             while self.env_steps < total and not interrupted():
                 before = self.env_steps
                 row = self.step()
@@ -390,8 +445,11 @@ class Trainer:
             "elapsed": self.elapsed,
             "history": self.history,
             "episodes": self.episodes,
-            "lr_schedule": {"anchor_steps": self.lr_anchor_steps, "anchor_lr": self.lr_anchor,
-                            "horizon": self.lr_horizon},
+            "lr_schedule": {
+                "anchor_steps": self.lr_anchor_steps,
+                "anchor_lr": self.lr_anchor,
+                "horizon": self.lr_horizon,
+            },
         }
 
     def save(self, path: str) -> None:
@@ -420,8 +478,10 @@ class Trainer:
         except FileNotFoundError:
             raise
         except Exception as e:  # truncated file, random bytes, wrong pickle...
-            raise ValueError(f"{path} is not a readable rltutor checkpoint ({type(e).__name__}: {e}); "
-                             "it may be truncated or corrupt: use an earlier checkpoint") from None
+            raise ValueError(
+                f"{path} is not a readable rltutor checkpoint ({type(e).__name__}: {e}); "
+                "it may be truncated or corrupt: use an earlier checkpoint"
+            ) from None
         if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{path} is not an rltutor checkpoint (expected format {CHECKPOINT_FORMAT!r})")
         keys = ("config", "policy", "optimizer", "generator", "collector", "update_idx", "env_steps", "history")
@@ -434,18 +494,28 @@ class Trainer:
         """Restore everything from :meth:`state_dict`; checks first, so a mismatch changes nothing."""
         mine = self.config.to_dict()
         theirs = state["config"]
-        differ = sorted(k for k in mine if k not in ("total_steps",) and k in theirs and mine[k] != theirs[k]
-                        and not (isinstance(mine[k], tuple) and list(mine[k]) == list(theirs[k])))
+        differ = sorted(
+            k
+            for k in mine
+            if k not in ("total_steps",)
+            and k in theirs
+            and mine[k] != theirs[k]
+            and not (isinstance(mine[k], tuple) and list(mine[k]) == list(theirs[k]))
+        )
         if differ:
-            raise ValueError(f"the checkpoint was made with a different config ({', '.join(differ)} differ, e.g. "
-                             f"{differ[0]}={theirs[differ[0]]!r} vs {mine[differ[0]]!r}); resume with its config "
-                             "(Trainer.load(path))")
+            raise ValueError(
+                f"the checkpoint was made with a different config ({', '.join(differ)} differ, e.g. "
+                f"{differ[0]}={theirs[differ[0]]!r} vs {mine[differ[0]]!r}); resume with its config "
+                "(Trainer.load(path))"
+            )
         own = self.policy.state_dict()
         ckpt = state["policy"]
         wrong = sorted(set(own) ^ set(ckpt)) + sorted(k for k in own if k in ckpt and own[k].shape != ckpt[k].shape)
         if wrong:
-            raise ValueError(f"the checkpoint's policy does not fit this one (parameters {wrong[:4]} are missing "
-                             "or have other shapes); nothing was loaded")
+            raise ValueError(
+                f"the checkpoint's policy does not fit this one (parameters {wrong[:4]} are missing "
+                "or have other shapes); nothing was loaded"
+            )
         # Everything checked: now load.
         self.policy.load_state_dict(ckpt)
         if self.ref_policy is not None and state.get("ref_policy") is not None:
@@ -461,8 +531,11 @@ class Trainer:
         self.history = list(state["history"])
         self.episodes = list(state.get("episodes", []))
         self.config.total_steps = int(theirs.get("total_steps", self.config.total_steps))
-        sched = state.get("lr_schedule") or {"anchor_steps": 0, "anchor_lr": self.config.lr,
-                                             "horizon": self.config.total_steps}
+        sched = state.get("lr_schedule") or {
+            "anchor_steps": 0,
+            "anchor_lr": self.config.lr,
+            "horizon": self.config.total_steps,
+        }
         self.lr_anchor_steps, self.lr_anchor = int(sched["anchor_steps"]), float(sched["anchor_lr"])
         self.lr_horizon = int(sched["horizon"])
         self.last_saved = (self.update_idx, self.env_steps)
@@ -477,8 +550,9 @@ class Trainer:
         return cls.from_state(cls.read_checkpoint(path), policy, collector, source=str(path), **overrides)
 
     @classmethod
-    def from_state(cls, state: dict, policy=None, collector=None, source: str = "the checkpoint",
-                   **overrides) -> Trainer:
+    def from_state(
+        cls, state: dict, policy=None, collector=None, source: str = "the checkpoint", **overrides
+    ) -> Trainer:
         """:meth:`load` from a state already read with :meth:`read_checkpoint`."""
         for k in overrides:
             if k != "total_steps":
@@ -542,8 +616,9 @@ def _deferred_interrupt(enabled: bool = True):
         if hit:
             raise KeyboardInterrupt
         hit.append(True)
-        print("\nrltutor: stopping after this update to save a checkpoint (Ctrl-C again to stop at once)",
-              file=sys.stderr)
+        print(
+            "\nrltutor: stopping after this update to save a checkpoint (Ctrl-C again to stop at once)", file=sys.stderr
+        )
 
     old = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, handler)

@@ -71,9 +71,38 @@ def scale_banner(scale: str | None = None) -> str:
 
 
 # Two-sided 95% quantiles of Student's t, t_{0.975, df}, for df = 1..30 (standard tables).
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+_T975 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 def t_quantile(n: int, level: float = 0.95) -> float:
@@ -104,8 +133,10 @@ def check_tensor(name: str, x, ndim: int | None = None) -> torch.Tensor:
     if x.is_floating_point() and not torch.isfinite(x.detach().sum(dtype=torch.float64)):
         bad = ~torch.isfinite(x.detach())
         if bad.any():
-            raise ValueError(f"{name} contains NaN or inf (first at index {bad.nonzero()[0].tolist()}); "
-                             "check the upstream computation")
+            raise ValueError(
+                f"{name} contains NaN or inf (first at index {bad.nonzero()[0].tolist()}); "
+                "check the upstream computation"
+            )
     return x
 
 
@@ -114,8 +145,10 @@ def check_mask(mask, like: torch.Tensor | None = None, name: str = "mask") -> to
     if not isinstance(mask, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor of 0/1, got {type(mask).__name__}")
     if like is not None and mask.shape != like.shape:
-        raise ValueError(f"{name} has shape {tuple(mask.shape)} but the values have shape {tuple(like.shape)}; "
-                         "they must match (B, T)")
+        raise ValueError(
+            f"{name} has shape {tuple(mask.shape)} but the values have shape {tuple(like.shape)}; "
+            "they must match (B, T)"
+        )
     # A 0/1 mask survives the round trip through bool unchanged; NaN, 2 or 0.5 do not.
     if mask.dtype != torch.bool and not torch.equal(mask, mask.bool().to(mask.dtype)):
         bad = mask[(mask != 0) & (mask != 1)].flatten()[:3].tolist()
@@ -129,8 +162,7 @@ def check_same_shape(**tensors: torch.Tensor) -> None:
     n0, t0 = items[0]
     for n, t in items[1:]:
         if t.shape != t0.shape:
-            raise ValueError(f"{n} has shape {tuple(t.shape)} but {n0} has shape {tuple(t0.shape)}; "
-                             "they must match")
+            raise ValueError(f"{n} has shape {tuple(t.shape)} but {n0} has shape {tuple(t0.shape)}; they must match")
 
 
 def register_in(table: dict, name: str, kind: str):
@@ -163,8 +195,15 @@ def check_int(name: str, value, low: int | None = 1) -> int:
     return int(value)
 
 
-def check_number(name: str, value, low: float | None = None, high: float | None = None, *, low_open: bool = False,
-                 none_ok: bool = False) -> float:
+def check_number(
+    name: str,
+    value,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    none_ok: bool = False,
+) -> float:
     """``value`` must be a finite real number (not a bool) in [low, high] (or (low, high] with ``low_open``)."""
     if value is None and none_ok:
         return value
@@ -207,5 +246,7 @@ def machine_info() -> str:
             model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), model)
     except OSError:
         pass
-    return (f"CPU: {model}; torch {torch.__version__}, CPU kernel level "
-            f"{torch.backends.cpu.get_cpu_capability()}; {os.cpu_count()} logical CPUs")
+    return (
+        f"CPU: {model}; torch {torch.__version__}, CPU kernel level "
+        f"{torch.backends.cpu.get_cpu_capability()}; {os.cpu_count()} logical CPUs"
+    )

@@ -162,6 +162,7 @@ def test_register_estimator_rejects_duplicates_and_extends():
     with pytest.raises(ValueError, match="already registered"):
         register_estimator("gae")(lambda **kw: None)
     try:
+
         @register_estimator("zeros_for_test")
         def _zeros(*, rewards, mask, values, group_ids, gamma, lam, eps):
             return torch.zeros_like(rewards), torch.zeros_like(rewards)
@@ -335,8 +336,9 @@ def grouped_scores(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(grouped_scores(), st.sampled_from(METHODS), st.sampled_from([0.0, 1e-6, 1e-2]),
-       st.sampled_from([0.0, 1e-8, 1e-3]))
+@given(
+    grouped_scores(), st.sampled_from(METHODS), st.sampled_from([0.0, 1e-6, 1e-2]), st.sampled_from([0.0, 1e-8, 1e-3])
+)
 def test_advantage_is_zero_exactly_in_the_groups_dead_groups_calls_dead(args, method, eps, tol):
     s, gids, dtype = args
     dead, inv, _ = dead_groups(s, gids, tol=tol)
@@ -385,8 +387,13 @@ def test_dead_groups_accepts_every_float_dtype_and_checks_inputs():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(ALL_DTYPES), st.floats(-6e4, 6e4, width=32), st.integers(1, 12), st.integers(0, 10_000),
-       st.sampled_from([0.0, 1e-8]))
+@given(
+    st.sampled_from(ALL_DTYPES),
+    st.floats(-6e4, 6e4, width=32),
+    st.integers(1, 12),
+    st.integers(0, 10_000),
+    st.sampled_from([0.0, 1e-8]),
+)
 def test_whiten_constant_or_single_entry_is_exactly_zero(dtype, value, n_valid, seed, eps):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(3, 6, generator=g, dtype=torch.float64).mul(1e3).to(dtype)  # junk where masked
@@ -399,8 +406,13 @@ def test_whiten_constant_or_single_entry_is_exactly_zero(dtype, value, n_valid, 
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(ALL_DTYPES), st.integers(2, 12), st.integers(0, 10_000), st.sampled_from([0.0, 1e-8]),
-       st.sampled_from([1e-30, 1e-6, 1.0, 1e4]))
+@given(
+    st.sampled_from(ALL_DTYPES),
+    st.integers(2, 12),
+    st.integers(0, 10_000),
+    st.sampled_from([0.0, 1e-8]),
+    st.sampled_from([1e-30, 1e-6, 1.0, 1e4]),
+)
 def test_whiten_with_eps_zero_is_finite_and_unit_variance(dtype, n_valid, seed, eps, scale):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(3, 6, generator=g, dtype=torch.float64) * scale

@@ -27,7 +27,7 @@ def test_compaction_invariants_on_scripted_episodes(compaction):
         assert trained == _generated(ep)  # every generated token trained exactly once, in order
         for k, s in enumerate(ep.segments):
             assert len(s.tokens) <= 180
-            assert not any(s.trained[:s.carried])  # the carried context (task, kept turns, summary) is masked
+            assert not any(s.trained[: s.carried])  # the carried context (task, kept turns, summary) is masked
             assert s.tokens[s.carried] == CMD  # each sub-trajectory starts with a command of its own
             if k:
                 assert s.tokens[0] == ep.segments[0].tokens[0]
@@ -38,7 +38,7 @@ def test_summary_tokens_are_trained_only_when_switched_on():
     env.reset(seed=1)
     ep = play_scripted(env, scripted_solver(env), context_budget=180, compaction="summary", train_summary=True, **KW)
     extra = sum(sum(s.trained) for s in ep.segments) - len(_generated(ep))
-    assert extra > 0 and any(s.tokens[s.carried - extra - 1:].count(OBS) for s in ep.segments[1:])
+    assert extra > 0 and any(s.tokens[s.carried - extra - 1 :].count(OBS) for s in ep.segments[1:])
 
 
 def test_no_compaction_ends_the_episode_at_the_budget():
@@ -54,8 +54,9 @@ def _policy(critic="head", budget=200, seed=0):
 
 def test_collector_rows_follow_the_batch_contract():
     knobs = ToolShell(hops=2, max_turns=3, max_output_chars=250).knobs
-    col = AgentCollector(lambda: ToolShell(**knobs), num_tasks=2, group_size=2, context_budget=200,
-                         sub_advantage="ppo_bootstrap", **KW)
+    col = AgentCollector(
+        lambda: ToolShell(**knobs), num_tasks=2, group_size=2, context_budget=200, sub_advantage="ppo_bootstrap", **KW
+    )
     policy = _policy()
     batch, info = col.collect(policy, torch.Generator().manual_seed(0))
     R, L = batch["tokens"].shape
@@ -98,15 +99,31 @@ def test_tiny_training_run(algo, sub):
     from rltutor.train import Trainer
 
     over = dict(_LM_PPO_LIKE) if algo == "ppo" else {}
-    cfg = make_config(algo, env="toolshell", env_options={"hops": 2, "max_turns": 4}, context_budget=160,
-                      compaction="summary", sub_advantage=sub, n_layer=1, n_head=2, n_embd=16, sft_steps=3,
-                      num_groups=2, group_size=2, max_cmd_tokens=12, max_obs_tokens=64, total_steps=10**6,
-                      eval_every=0, **over)
+    cfg = make_config(
+        algo,
+        env="toolshell",
+        env_options={"hops": 2, "max_turns": 4},
+        context_budget=160,
+        compaction="summary",
+        sub_advantage=sub,
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        sft_steps=3,
+        num_groups=2,
+        group_size=2,
+        max_cmd_tokens=12,
+        max_obs_tokens=64,
+        total_steps=10**6,
+        eval_every=0,
+        **over,
+    )
     trainer = Trainer(cfg)
     rows = [trainer.step() for _ in range(2)]
     for row in rows:
-        assert {"env_steps", "solve_rate", "hack_rate", "episode_return", "segments_per_episode",
-                "mean_turns"} <= set(row)
+        assert {"env_steps", "solve_rate", "hack_rate", "episode_return", "segments_per_episode", "mean_turns"} <= set(
+            row
+        )
         assert row["policy_loss"] == row["policy_loss"]  # not NaN
 
 

@@ -101,8 +101,7 @@ def test_dead_group_fraction_prediction_matches_measurement():
 
 @pytest.mark.learning
 def test_training_improves_and_offset_hurts_plain_reinforce():
-    df = bl.train_curves(bl.BanditConfig(reward_offset=2.0), estimators=("reinforce", "rloo"),
-                         steps=150, n_seeds=8)
+    df = bl.train_curves(bl.BanditConfig(reward_offset=2.0), estimators=("reinforce", "rloo"), steps=150, n_seeds=8)
     final = df[df.step == 150].groupby("estimator").pass_rate.mean()
     start = df[df.step == 0].pass_rate.iloc[0]
     assert final["rloo"] > start + 0.03
@@ -116,13 +115,16 @@ def test_surrogate_loss_is_zero_then_negative_while_gradient_is_not():
     assert (df.loss[1:] < 0).all()  # reader question 2: after an update the loss is negative
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"group_size": 1}, "group_size"),
-    ({"noise_std": -1.0}, "noise_std"),
-    ({"n_responses": 1}, "n_responses"),
-    ({"reward_offset": float("nan")}, "reward_offset"),
-    ({"n_prompts": 2.5}, "n_prompts"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"group_size": 1}, "group_size"),
+        ({"noise_std": -1.0}, "noise_std"),
+        ({"n_responses": 1}, "n_responses"),
+        ({"reward_offset": float("nan")}, "reward_offset"),
+        ({"n_prompts": 2.5}, "n_prompts"),
+    ],
+)
 def test_bad_config_raises_naming_the_field(kwargs, word):
     with pytest.raises(ValueError, match=word):
         bl.BanditConfig(**kwargs)

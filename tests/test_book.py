@@ -59,9 +59,11 @@ ERROR_PATTERNS = re.compile(r"Traceback \(most recent call last\)|^\s*[A-Z][A-Za
 def html_dir() -> Path:
     value = os.environ.get("RLTUTOR_BOOK_HTML")
     if not value:
-        pytest.fail("RLTUTOR_BOOK_HTML is not set. Build the book first and point the variable at the "
-                    "HTML, e.g.: bash scripts/book.sh && RLTUTOR_BOOK_HTML=$PWD/_build/html "
-                    ".venv/bin/pytest -m book tests  (scripts/test.sh does both)")
+        pytest.fail(
+            "RLTUTOR_BOOK_HTML is not set. Build the book first and point the variable at the "
+            "HTML, e.g.: bash scripts/book.sh && RLTUTOR_BOOK_HTML=$PWD/_build/html "
+            ".venv/bin/pytest -m book tests  (scripts/test.sh does both)"
+        )
     path = Path(value)
     if not (path / "index.html").is_file():
         pytest.fail(f"RLTUTOR_BOOK_HTML={value} has no index.html; build the book with bash scripts/book.sh")
@@ -136,7 +138,7 @@ def test_no_error_output(pages):
             text = out.get_text("\n")
             m = ERROR_PATTERNS.search(text)
             if m:
-                bad[name] = text[max(0, m.start() - 200): m.end() + 200]
+                bad[name] = text[max(0, m.start() - 200) : m.end() + 200]
                 break
     assert not bad, f"error output in rendered pages: {bad}"
 
@@ -175,10 +177,11 @@ def test_wrong_grpo_expansion_only_quoted_as_wrong(pages):
     for name, soup in pages.items():
         text = " ".join(soup.get_text(" ").split())
         for m in re.finditer("Generali[sz]ed Reward Policy Optimi[sz]ation", text):
-            window = text[max(0, m.start() - 300): m.end() + 300].lower()
+            window = text[max(0, m.start() - 300) : m.end() + 300].lower()
             assert "wrong" in window or "incorrect" in window, (
                 f"{name} expands GRPO as 'Generalized Reward Policy Optimization' without saying it is "
-                "wrong; GRPO is Group Relative Policy Optimization (Shao et al. 2024)")
+                "wrong; GRPO is Group Relative Policy Optimization (Shao et al. 2024)"
+            )
 
 
 @book
@@ -233,19 +236,25 @@ def test_notebook_conventions(nb_path):
     assert not with_outputs, f"{nb_path.name}: code cells {with_outputs} have outputs; clear them before committing"
     first = "".join(code[0]["source"]) if code else ""
     assert "google.colab" in first and "pip" in first, (
-        f"{nb_path.name}: the first code cell must install rltutor when run on Colab (and do nothing elsewhere)")
+        f"{nb_path.name}: the first code cell must install rltutor when run on Colab (and do nothing elsewhere)"
+    )
     # The chapter title comes first: a code cell above it renders above the title in the book.
     top = "".join(nb["cells"][0]["source"])
     assert nb["cells"][0]["cell_type"] == "markdown" and top.startswith("# "), (
-        f"{nb_path.name}: the first cell must be the chapter's '# Title' markdown cell, above the install cell")
+        f"{nb_path.name}: the first cell must be the chapter's '# Title' markdown cell, above the install cell"
+    )
 
 
 @book
 def test_every_notebook_installs_rltutor_the_same_way():
     import json
 
-    firsts = {p.name: "".join(next(c for c in json.loads(p.read_text(encoding="utf-8"))["cells"]
-                                   if c["cell_type"] == "code")["source"]) for p in NOTEBOOKS}
+    firsts = {
+        p.name: "".join(
+            next(c for c in json.loads(p.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code")["source"]
+        )
+        for p in NOTEBOOKS
+    }
     variants = {}
     for name, src in firsts.items():
         variants.setdefault(src, []).append(name)
@@ -276,8 +285,9 @@ def test_internal_references_resolve(html_dir, pages):
                 target = target / "index.html"
             if not target.is_file():
                 problems.append(f"{name}: link to a missing page {href!r} ({a.get_text(' ', strip=True)[:60]!r})")
-            elif (parts.fragment and target.suffix == ".html"
-                  and unquote(parts.fragment) not in _anchors(target, anchors)):
+            elif (
+                parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _anchors(target, anchors)
+            ):
                 problems.append(f"{name}: link to a missing anchor {href!r} ({a.get_text(' ', strip=True)[:60]!r})")
         # Sphinx renders an unresolved std-domain reference ({ref}, {doc}, {term}) as an xref outside a
         # link; docutils marks unresolved references and citations as "problematic". (Python-domain
@@ -304,16 +314,24 @@ def _bib_entries() -> dict[str, dict[str, str]]:
 def test_every_citation_can_be_found(pages):
     entries = _bib_entries()
     assert entries, "no entries parsed from book/references.bib"
-    missing = [k for k, f in entries.items()
-               if "url" not in f and not ("eprint" in f and "arxiv" in f.get("archiveprefix", "arxiv").lower())]
-    assert not missing, (f"bib entries without a url or an arXiv eprint: {missing}; add the address where "
-                         "a reader finds the work (or its arXiv id)")
+    missing = [
+        k
+        for k, f in entries.items()
+        if "url" not in f and not ("eprint" in f and "arxiv" in f.get("archiveprefix", "arxiv").lower())
+    ]
+    assert not missing, (
+        f"bib entries without a url or an arXiv eprint: {missing}; add the address where "
+        "a reader finds the work (or its arXiv id)"
+    )
     refs = pages["book/references"]
     items = refs.select('[role="doc-biblioentry"], .citation')
     assert items, "the references page lists no entries"
-    unlinked = [" ".join(i.get_text(" ").split())[:80] for i in items
-                if not any(a["href"].startswith(("http://", "https://")) for a in i.find_all("a", href=True))
-                and "arxiv" not in i.get_text(" ").lower()]
+    unlinked = [
+        " ".join(i.get_text(" ").split())[:80]
+        for i in items
+        if not any(a["href"].startswith(("http://", "https://")) for a in i.find_all("a", href=True))
+        and "arxiv" not in i.get_text(" ").lower()
+    ]
     assert not unlinked, f"rendered references without a link or an arXiv id: {unlinked}"
 
 
@@ -328,5 +346,7 @@ def test_private_question_list_is_not_cited():
                 for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                     if PRIVATE_LIST in line:
                         hits.append(f"{path.relative_to(ROOT)}:{i}")
-    assert not hits, (f"{PRIVATE_LIST} is a private list, not part of the book; answer the question in "
-                      f"place instead of pointing at it: {hits}")
+    assert not hits, (
+        f"{PRIVATE_LIST} is a private list, not part of the book; answer the question in "
+        f"place instead of pointing at it: {hits}"
+    )

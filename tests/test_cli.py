@@ -18,8 +18,24 @@ def test_help_lists_the_subcommands(capsys):
 
 def test_train_writes_metrics_config_and_plot(tmp_path):
     out = tmp_path / "run"
-    rc = main(["train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "1000", "--seed", "2",
-               "--out", str(out), "--no-progress", "--set", "num_steps=64"])
+    rc = main(
+        [
+            "train",
+            "--algo",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--steps",
+            "1000",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--set",
+            "num_steps=64",
+        ]
+    )
     assert rc == 0
     m = pd.read_csv(out / "metrics.csv")
     assert {"env_steps", "episode_return", "policy_loss", "entropy"} <= set(m.columns)
@@ -38,8 +54,27 @@ def test_train_writes_metrics_config_and_plot(tmp_path):
 
 def test_grpo_on_the_corridor_with_group_size_and_horizon(tmp_path):
     out = tmp_path / "grpo"
-    assert main(["train", "--algo", "grpo", "--group-size", "4", "--env", "corridor", "--horizon", "7",
-                 "--steps", "500", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--algo",
+                "grpo",
+                "--group-size",
+                "4",
+                "--env",
+                "corridor",
+                "--horizon",
+                "7",
+                "--steps",
+                "500",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["group_size"] == 4 and cfg["env_options"] == {"horizon": 7} and cfg["critic"] is False
 
@@ -73,17 +108,51 @@ def test_tuned_settings_apply_unless_defaults_are_asked_for(tmp_path):
 
     for hp, lr in (("tuned", CARTPOLE_PPO["lr"]), ("defaults", Config.lr)):
         out = tmp_path / hp
-        assert main(["train", "--env", "CartPole-v1", "--steps", "300", "--out", str(out), "--no-progress",
-                     "--hparams", hp, "--set", "epochs=1"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--env",
+                    "CartPole-v1",
+                    "--steps",
+                    "300",
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                    "--hparams",
+                    hp,
+                    "--set",
+                    "epochs=1",
+                ]
+            )
+            == 0
+        )
         cfg = json.loads((out / "config.json").read_text())
         assert cfg["lr"] == lr and cfg["epochs"] == 1 and cfg["total_steps"] == 300  # explicit flags win
 
 
 def test_a_language_model_run_checkpoints_and_resumes_exactly(tmp_path):
     def args(out, steps):
-        return ["train", "--algo", "grpo", "--env", "addition", "--out", str(out), "--steps", str(steps),
-                "--no-progress", "--checkpoint-every", "1", "--set", "num_groups=2", "--set", "group_size=4",
-                "--set", "sft_steps=20"]
+        return [
+            "train",
+            "--algo",
+            "grpo",
+            "--env",
+            "addition",
+            "--out",
+            str(out),
+            "--steps",
+            str(steps),
+            "--no-progress",
+            "--checkpoint-every",
+            "1",
+            "--set",
+            "num_groups=2",
+            "--set",
+            "group_size=4",
+            "--set",
+            "sft_steps=20",
+        ]
 
     assert main(args(tmp_path / "lm", 40)) == 0
     first = pd.read_csv(tmp_path / "lm" / "metrics.csv")
@@ -115,8 +184,25 @@ def test_scale_is_explicit_and_recorded(tmp_path):
     assert full["n_embd"] == LM_SCALES["full"]["n_embd"] and full["scale"] == "full"
     assert tuned_settings("grpo", "addition", "quick")["n_embd"] == LM_SCALES["quick"]["n_embd"]
     out = tmp_path / "full"
-    assert main(["train", "--env", "CartPole-v1", "--steps", "200", "--out", str(out), "--no-progress",
-                 "--scale", "full", "--set", "epochs=1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--env",
+                "CartPole-v1",
+                "--steps",
+                "200",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--scale",
+                "full",
+                "--set",
+                "epochs=1",
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "config.json").read_text())["scale"] == "full"
 
 
@@ -184,15 +270,34 @@ def test_an_unwritable_out_is_refused(tmp_path, capsys):
 def test_set_reads_each_value_as_its_fields_type():
     from rltutor.cli import _parse_set
 
-    got = _parse_set(["anneal_lr=false", "critic=True", "hidden=64,64", "lr=1e-3", "total_steps=1e5",
-                      "max_grad_norm=none", "agg=token-mean", "env_options={'horizon': 7}"])
-    assert got == {"anneal_lr": False, "critic": True, "hidden": (64, 64), "lr": 1e-3, "total_steps": 100_000,
-                   "max_grad_norm": None, "agg": "token-mean", "env_options": {"horizon": 7}}
+    got = _parse_set(
+        [
+            "anneal_lr=false",
+            "critic=True",
+            "hidden=64,64",
+            "lr=1e-3",
+            "total_steps=1e5",
+            "max_grad_norm=none",
+            "agg=token-mean",
+            "env_options={'horizon': 7}",
+        ]
+    )
+    assert got == {
+        "anneal_lr": False,
+        "critic": True,
+        "hidden": (64, 64),
+        "lr": 1e-3,
+        "total_steps": 100_000,
+        "max_grad_norm": None,
+        "agg": "token-mean",
+        "env_options": {"horizon": 7},
+    }
     assert _parse_set(["hidden=(32, 16)"])["hidden"] == (32, 16) and _parse_set(["hidden=8"])["hidden"] == (8,)
     assert type(got["total_steps"]) is int
 
 
 # --- a folder that holds a run ------------------------------------------------------------------
+
 
 def small_run(out, *extra):
     return ["train", "--out", str(out), "--no-progress", "--steps", "300", "--set", "num_steps=32", *extra]
@@ -221,9 +326,14 @@ def test_resume_refuses_flags_that_contradict_the_stored_config(tmp_path, capsys
     out = tmp_path / "run"
     assert main(small_run(out, "--seed", "1")) == 0
     capsys.readouterr()
-    for extra, needle in ((["--algo", "grpo"], "--algo grpo"), (["--seed", "3"], "--seed 3"),
-                          (["--env", "Acrobot-v1"], "--env Acrobot-v1"), (["--set", "lr=0.1"], "--set lr=0.1"),
-                          (["--hparams", "defaults"], "--hparams"), (["--horizon", "5"], "--horizon 5")):
+    for extra, needle in (
+        (["--algo", "grpo"], "--algo grpo"),
+        (["--seed", "3"], "--seed 3"),
+        (["--env", "Acrobot-v1"], "--env Acrobot-v1"),
+        (["--set", "lr=0.1"], "--set lr=0.1"),
+        (["--hparams", "defaults"], "--hparams"),
+        (["--horizon", "5"], "--horizon 5"),
+    ):
         assert main(["train", "--out", str(out), "--resume", "--no-progress", *extra]) == 2, extra
         err = capsys.readouterr().err
         assert needle in err and "contradict" in err and len(err.strip().splitlines()) == 1, err
@@ -232,6 +342,7 @@ def test_resume_refuses_flags_that_contradict_the_stored_config(tmp_path, capsys
 
 
 # --- metrics as the run goes, Ctrl-C ------------------------------------------------------------
+
 
 def test_ctrl_c_saves_says_how_to_resume_and_exits_130(tmp_path, capsys, monkeypatch):
     import os

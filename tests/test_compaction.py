@@ -14,15 +14,17 @@ def _turn(cmd, obs):
     return [*encode(cmd), EOS], encode(obs)
 
 
-TURNS = [_turn("cat README.md", "TARGET is defined in utils/router.py\nrun the tests"),
-         _turn("cat utils/router.py", "from pkg.matrix import TIMEOUT\n\nTARGET = TIMEOUT"),
-         _turn("cat pkg/matrix.py", "TIMEOUT = 421\nVERSION = 2")]
+TURNS = [
+    _turn("cat README.md", "TARGET is defined in utils/router.py\nrun the tests"),
+    _turn("cat utils/router.py", "from pkg.matrix import TIMEOUT\n\nTARGET = TIMEOUT"),
+    _turn("cat pkg/matrix.py", "TIMEOUT = 421\nVERSION = 2"),
+]
 
 
 def test_recent_keeps_the_task_and_the_last_turns_within_budget():
     tokens, summ = compact("recent", HEAD, TURNS, budget=500, room=10, keep_turns=2)
-    assert tokens[:len(HEAD)] == HEAD and not any(summ)
-    rest = tokens[len(HEAD):]
+    assert tokens[: len(HEAD)] == HEAD and not any(summ)
+    rest = tokens[len(HEAD) :]
     assert rest[0] == CMD and decode(rest).count("<cmd>") == 2 and "pkg/matrix.py" in decode(rest)
     assert "README" not in decode(rest)
     one = len(HEAD) + 3 + len(TURNS[-1][0]) + len(TURNS[-1][1])  # room for the newest turn only
@@ -37,7 +39,7 @@ def test_summary_keeps_the_facts_and_flags_its_tokens():
     assert lines[0] == "cat README.md: TARGET is defined in utils/router.py"
     assert lines[2] == "cat pkg/matrix.py: TIMEOUT = 421; VERSION = 2"
     tokens, summ = compact("summary", HEAD, TURNS, budget=400, room=10)
-    assert tokens[len(HEAD)] == OBS and not summ[len(HEAD)] and all(summ[len(HEAD) + 1:])
+    assert tokens[len(HEAD)] == OBS and not summ[len(HEAD)] and all(summ[len(HEAD) + 1 :])
     assert "TIMEOUT = 421" in decode(tokens)
     small, _ = compact("summary", HEAD, TURNS, budget=len(HEAD) + 40, room=10)  # oldest facts dropped
     assert len(small) <= len(HEAD) + 30 and "TIMEOUT = 421" in decode(small)
@@ -55,11 +57,12 @@ def test_gae_skips_masked_environment_tokens():
 
 
 # Two tasks x G=2 episodes; episode 0 has 2 sub-trajectories, episode 2 has 3, the others 1: 7 rows.
-META = torch.tensor([[0, 0, 0, 2], [0, 0, 1, 2], [0, 1, 0, 1],
-                     [1, 2, 0, 3], [1, 2, 1, 3], [1, 2, 2, 3], [1, 3, 0, 1]])
+META = torch.tensor([[0, 0, 0, 2], [0, 0, 1, 2], [0, 1, 0, 1], [1, 2, 0, 3], [1, 2, 1, 3], [1, 2, 2, 3], [1, 3, 0, 1]])
 OUTCOME = torch.tensor([1.0, 0.0, 1.0, 1.0])
-MASK = torch.tensor([[0, 1, 1, 0], [0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 0],
-                     [1, 1, 1, 1]], dtype=torch.float)
+MASK = torch.tensor(
+    [[0, 1, 1, 0], [0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 0], [1, 1, 1, 1]],
+    dtype=torch.float,
+)
 LAST = torch.tensor([2, 3, 1, 1, 2, 2, 3])
 
 
@@ -107,8 +110,14 @@ def test_broadcast_split_and_index_groups():
     m = torch.cat([m, torch.tensor([[1, 3, 1, 2]])])
     _, gid = assign_rewards("index_groups", m, torch.tensor([1.0, 0, 1, 0]), torch.cat([MASK, MASK[:1]]))
     assert gid.tolist() == [0, 0, 0, 4, 5, 5, 4, 5]  # task 1: indices 0 and 1 both reached twice
-    assert set(SUB_ADVANTAGES) == {"ppo_bootstrap", "ppo_no_bootstrap", "slime_grpo", "broadcast_grpo",
-                                   "split_reward", "index_groups"}
+    assert set(SUB_ADVANTAGES) == {
+        "ppo_bootstrap",
+        "ppo_no_bootstrap",
+        "slime_grpo",
+        "broadcast_grpo",
+        "split_reward",
+        "index_groups",
+    }
 
 
 def test_config_names_match_the_registry():

@@ -22,8 +22,16 @@ def quick():
 
 
 def _n_curves(grid):
-    return (len(grid["tasks"]) * len(grid["noise"]) * len(ex.METRICS) * len(ex.ESTIMATOR_LABELS) * len(grid["G"])
-            * len(grid["gamma"]) * len(grid["lam"]) * len(grid["critic_noise"]))
+    return (
+        len(grid["tasks"])
+        * len(grid["noise"])
+        * len(ex.METRICS)
+        * len(ex.ESTIMATOR_LABELS)
+        * len(grid["G"])
+        * len(grid["gamma"])
+        * len(grid["lam"])
+        * len(grid["critic_noise"])
+    )
 
 
 def test_data_covers_every_slider_position(quick):
@@ -43,8 +51,13 @@ def test_stored_numbers_are_the_analysis_numbers(quick):
     cell = 1 * len(g.T) + 2  # task 0, noise index 1, T index 2 (cells are numbered in this order)
     spec = an.EstimatorSpec("gae", gamma=g.gamma[0], lam=g.lam[1])
     specs = [s for _, s in ex._specs(g)]
-    rows = an.measure_specs(an.make_chain("corridor", T=g.T[2], noise=g.noise[1]), specs,
-                            batch_size=g.batch_size, n_batches=g.n_batches, seed=g.seed + cell)
+    rows = an.measure_specs(
+        an.make_chain("corridor", T=g.T[2], noise=g.noise[1]),
+        specs,
+        batch_size=g.batch_size,
+        n_batches=g.n_batches,
+        seed=g.seed + cell,
+    )
     row = rows[specs.index(spec)]
     stored = ex.curve(quick, "corridor", "gae", "snr", noise=1, gamma=0, lam=1)[2]
     assert stored == pytest.approx(row["snr"], rel=1e-3)
@@ -100,13 +113,22 @@ def test_javascript_core_draws_every_state_and_every_slider_changes_the_plot(qui
     assert "rlx core begin" in core and "rlx core end" in core
     (tmp_path / "d.json").write_text(json.dumps(quick))
     (tmp_path / "p.js").write_text(core + NODE_PROBE)
-    res = subprocess.run(["node", str(tmp_path / "p.js"), str(tmp_path / "d.json")], capture_output=True,
-                         text=True, timeout=60)
+    res = subprocess.run(
+        ["node", str(tmp_path / "p.js"), str(tmp_path / "d.json")], capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     g = quick["grid"]
-    n_states = (len(g["tasks"]) * len(ex.METRICS) * len(g["noise"]) * len(g["T"]) * len(g["G"]) * len(g["gamma"])
-                * len(g["lam"]) * len(g["critic_noise"]))
+    n_states = (
+        len(g["tasks"])
+        * len(ex.METRICS)
+        * len(g["noise"])
+        * len(g["T"])
+        * len(g["G"])
+        * len(g["gamma"])
+        * len(g["lam"])
+        * len(g["critic_noise"])
+    )
     assert out["svgs"] == n_states and out["bad"] == 0
     assert out["changed"] and all(out["changed"].values()), out["changed"]
 
@@ -135,10 +157,13 @@ def _browser():
 @pytest.mark.skipif(_browser() is None, reason="no headless chromium installed")
 def test_moving_a_slider_redraws_the_plot_in_a_real_browser(quick, tmp_path):
     page = tmp_path / "page.html"
-    page.write_text("<!doctype html><meta charset='utf-8'><body>" + eh.explorer_html(quick) + BROWSER_PROBE
-                    + "</body>")
-    res = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                          page.as_uri()], capture_output=True, text=True, timeout=120)
+    page.write_text("<!doctype html><meta charset='utf-8'><body>" + eh.explorer_html(quick) + BROWSER_PROBE + "</body>")
+    res = subprocess.run(
+        [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     m = re.search(r'data-result="([^"]*)"', res.stdout)
     assert m, res.stderr[-2000:]
     out = json.loads(m.group(1).replace("&quot;", '"'))
@@ -202,8 +227,13 @@ def test_committed_full_data_is_reproduced_by_the_code():
     g = ex.ExplorerGrid(**{k: tuple(v) if isinstance(v, list) else v for k, v in data["grid"].items()})
     specs = ex._specs(g)
     for ti in (0, 1):
-        rows = an.measure_specs(an.make_chain(g.tasks[0], T=g.T[ti], noise=g.noise[0]), [s for _, s in specs],
-                                batch_size=g.batch_size, n_batches=g.n_batches, seed=g.seed + ti)
+        rows = an.measure_specs(
+            an.make_chain(g.tasks[0], T=g.T[ti], noise=g.noise[0]),
+            [s for _, s in specs],
+            batch_size=g.batch_size,
+            n_batches=g.n_batches,
+            seed=g.seed + ti,
+        )
         for (key, _), row in zip(specs, rows, strict=True):
             node = data["values"][g.tasks[0]][0]["cosine"][key[0]]
             for idx in key[1:]:
@@ -221,6 +251,7 @@ def test_live_frame_equals_horizon_curve_and_memoizes():
     for col in ("snr", "cosine", "variance"):
         np.testing.assert_allclose(a[col].to_numpy(), b[col].to_numpy(), rtol=1e-6)
     hits = an2.measure_cached.cache_info().hits
-    widgets.explorer_frame("corridor", horizons=(2, 8), estimators=("rloo", "gae_critic"), batch_size=16,
-                           **{**kw, "lam": 0.9})
+    widgets.explorer_frame(
+        "corridor", horizons=(2, 8), estimators=("rloo", "gae_critic"), batch_size=16, **{**kw, "lam": 0.9}
+    )
     assert an2.measure_cached.cache_info().hits == hits + 2  # rloo ignores lambda: served from memory

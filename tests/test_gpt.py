@@ -29,7 +29,7 @@ def test_cache_matches_full_forward():
     cache = m.new_cache(2, 12)
     parts = [m(idx[:, :5], cache)[0]]  # prefill 5 tokens, then one at a time, then 3 at once
     for t in range(5, 9):
-        parts.append(m(idx[:, t:t + 1], cache)[0])
+        parts.append(m(idx[:, t : t + 1], cache)[0])
     parts.append(m(idx[:, 9:12], cache)[0])
     assert cache.pos == 12
     torch.testing.assert_close(torch.cat(parts, 1), full, atol=1e-5, rtol=1e-5)

@@ -14,18 +14,28 @@ import rltutor
 
 PACKAGE = Path(rltutor.__file__).resolve().parent
 LAYER = {  # module (or package) -> rank; a module may import only from a lower rank, or from itself
-    "rltutor": 0, "rltutor.utils": 0,
-    "rltutor.advantages": 1, "rltutor.losses": 1,
-    "rltutor.models": 2, "rltutor.envs": 2,
+    "rltutor": 0,
+    "rltutor.utils": 0,
+    "rltutor.advantages": 1,
+    "rltutor.losses": 1,
+    "rltutor.models": 2,
+    "rltutor.envs": 2,
     "rltutor.config": 3,
-    "rltutor.rollout": 4, "rltutor.guard": 4,
+    "rltutor.rollout": 4,
+    "rltutor.guard": 4,
     "rltutor.build": 5,
     "rltutor.train": 6,
     "rltutor.experiments": 7,
-    "rltutor.views": 8, "rltutor.cli": 8, "rltutor.__main__": 9,
+    "rltutor.views": 8,
+    "rltutor.cli": 8,
+    "rltutor.__main__": 9,
 }
-SIBLINGS_APART = {("rltutor.models", "rltutor.envs"), ("rltutor.envs", "rltutor.models"),
-                  ("rltutor.advantages", "rltutor.losses"), ("rltutor.losses", "rltutor.advantages")}
+SIBLINGS_APART = {
+    ("rltutor.models", "rltutor.envs"),
+    ("rltutor.envs", "rltutor.models"),
+    ("rltutor.advantages", "rltutor.losses"),
+    ("rltutor.losses", "rltutor.advantages"),
+}
 PLOTTING = ("matplotlib", "plotly", "ipywidgets")  # what a lab or the library below views must not import
 
 
@@ -57,7 +67,7 @@ def _imports(source: str, module: str, is_package: bool = False):
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module
@@ -93,8 +103,11 @@ def test_imports_point_down():
 
 
 def test_labs_and_library_never_plot():
-    bad = [f"{where}: {src} imports {target}" for src, target, where in edges()
-           if target.split(".")[0] in PLOTTING and LAYER[_group(src)] < LAYER["rltutor.views"]]
+    bad = [
+        f"{where}: {src} imports {target}"
+        for src, target, where in edges()
+        if target.split(".")[0] in PLOTTING and LAYER[_group(src)] < LAYER["rltutor.views"]
+    ]
     assert not bad, "only views plot:\n" + "\n".join(bad)
 
 

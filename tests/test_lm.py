@@ -135,7 +135,7 @@ def test_refill_keeps_only_live_groups_and_counts_every_draw():
     assert info["metrics"]["draws"] >= 2  # half the prompts are dead, so one draw almost never has 4 live groups
     assert B == 4 * G and torch.all(_group_spread(batch, G) > 0)  # refilled to 4 groups, all live
     assert batch["group_ids"].tolist() == [g for g in range(4) for _ in range(G)]
-    assert all(task._operands(p)[0] % 2 for p in batch["tokens"][:, :task.prompt_len])
+    assert all(task._operands(p)[0] % 2 for p in batch["tokens"][:, : task.prompt_len])
     # the rows kept stay aligned: tokens, sampler log-probs and value-head values belong together
     P = task.prompt_len
     logp, _, values = token_logprobs(m, batch["tokens"], P)
@@ -172,8 +172,9 @@ def test_max_draws_is_validated():
 
 def test_dapo_with_refill_trains_on_full_batches():
     m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
-    cfg = make_config("dapo", env="addition", num_groups=4, group_size=4, max_draws=6, seed=0, device="cpu",
-                      total_steps=10**6)
+    cfg = make_config(
+        "dapo", env="addition", num_groups=4, group_size=4, max_draws=6, seed=0, device="cpu", total_steps=10**6
+    )
     trainer = Trainer(cfg, LMPolicy(m), LMCollector(_HalfDeadTask(max_operand=9), 4, 4, max_draws=6))
     row = trainer.step()
     assert row["draws"] >= 2 and row["rows"] == 16 and row["zero_std_frac"] == 0.0  # refilled, nothing to drop
@@ -182,8 +183,18 @@ def test_dapo_with_refill_trains_on_full_batches():
 
 def test_run_lm_survives_an_update_with_nothing_to_learn():
     # untrained, no overlong shaping: every addition answer is wrong, every group dead, DAPO drops them all
-    cfg = lm_config("dapo", "addition", "quick", seed=0, task_options=dict(max_operand=9),
-                    n_embd=16, sft_steps=0, overlong_buffer=None, num_groups=2, max_draws=2)
+    cfg = lm_config(
+        "dapo",
+        "addition",
+        "quick",
+        seed=0,
+        task_options=dict(max_operand=9),
+        n_embd=16,
+        sft_steps=0,
+        overlong_buffer=None,
+        num_groups=2,
+        max_draws=2,
+    )
     df = run_lm(cfg, steps=1)
     assert df["rows"].iloc[0] == 0 and df["draws"].iloc[0] == 2 and math.isnan(df["grad_norm"].iloc[0])
 
@@ -200,17 +211,25 @@ def test_critic_choices_and_cost():
 @pytest.mark.parametrize("algo", list(LM_ALGOS))
 def test_every_algorithm_runs_a_step(algo):
     # the sequence task's fraction reward varies even for an untrained model, so no group is dead
-    cfg = lm_config(algo, "sequence", "quick", seed=0, task_options=dict(L=3),
-                    n_embd=16, sft_steps=0, num_groups=2)
+    cfg = lm_config(algo, "sequence", "quick", seed=0, task_options=dict(L=3), n_embd=16, sft_steps=0, num_groups=2)
     df = run_lm(cfg, steps=1)
     assert len(df) == 1 and df["rows"].iloc[0] > 0 and df["grad_norm"].notna().all()
 
 
 @pytest.mark.parametrize("kl_in_reward", [False, True])
 def test_kl_to_the_reference(kl_in_reward):
-    cfg = lm_config("grpo" if not kl_in_reward else "ppo", "addition", "quick", task_options=dict(max_operand=9),
-                    n_embd=16, sft_steps=0, num_groups=2, kl_coef=0.1, kl_kind="k3",
-                    kl_in_reward=kl_in_reward)
+    cfg = lm_config(
+        "grpo" if not kl_in_reward else "ppo",
+        "addition",
+        "quick",
+        task_options=dict(max_operand=9),
+        n_embd=16,
+        sft_steps=0,
+        num_groups=2,
+        kl_coef=0.1,
+        kl_kind="k3",
+        kl_in_reward=kl_in_reward,
+    )
     assert run_lm(cfg, steps=2)["grad_norm"].notna().all()
 
 
@@ -218,8 +237,9 @@ def test_kl_to_the_reference(kl_in_reward):
 @pytest.mark.learning
 def test_rl_improves_reward():
     """GRPO lifts the sequence task's reward within a minute on a CPU (same seed, same warm start)."""
-    cfg = lm_config("grpo", "sequence", "quick", seed=0, task_options=dict(L=6),
-                    n_embd=32, sft_steps=60, lr=1e-3, num_groups=8)
+    cfg = lm_config(
+        "grpo", "sequence", "quick", seed=0, task_options=dict(L=6), n_embd=32, sft_steps=60, lr=1e-3, num_groups=8
+    )
     df = run_lm(cfg, steps=60)
     start, end = df.reward.head(10).mean(), df.reward.tail(10).mean()
     assert end > start + 0.03, (start, end)  # seeds 0, 1, 2 gave gains of 0.05-0.06 when this was written
@@ -228,8 +248,10 @@ def test_rl_improves_reward():
 def test_length_normalization_weights():
     w = aggregation_weights(8).pivot(index="length", columns="agg", values="per_token_weight")
     # GRPO: each token of a wrong answer of length n is pushed down by 1/n of the length-1 push
-    torch.testing.assert_close(torch.tensor(w["seq-mean-token-mean"].values),
-                               w["seq-mean-token-mean"].iloc[0] / torch.arange(1, 9, dtype=torch.float64))
+    torch.testing.assert_close(
+        torch.tensor(w["seq-mean-token-mean"].values),
+        w["seq-mean-token-mean"].iloc[0] / torch.arange(1, 9, dtype=torch.float64),
+    )
     assert w["seq-mean-token-sum-norm"].nunique() == 1  # Dr.GRPO: the same push whatever the length
 
 

@@ -27,7 +27,7 @@ DTYPES = [torch.float32, torch.float64]
 def make(B=3, T=5, seed=0, dtype=torch.float64, spread=0.5):
     g = torch.Generator().manual_seed(seed)
     logp = (-torch.rand(B, T, generator=g, dtype=dtype) * 2).requires_grad_(True)
-    old = (logp.detach() + spread * torch.randn(B, T, generator=g, dtype=dtype))
+    old = logp.detach() + spread * torch.randn(B, T, generator=g, dtype=dtype)
     adv = torch.randn(B, T, generator=g, dtype=dtype)
     mask = (torch.rand(B, T, generator=g) < 0.7).to(dtype)
     mask[:, 0] = 1
@@ -77,8 +77,9 @@ def test_ppo_matches_loop(dtype, agg, dual):
     lp, old, adv, m = make(dtype=dtype)
     lpv, oldv, av, mv = lp.tolist(), old.tolist(), adv.tolist(), m.tolist()
     loss, stats = policy_loss(lp, old, adv, m, kind="ppo", clip_low=0.2, clip_high=0.28, dual_clip=dual, agg=agg)
-    mat = [[ppo_ref(lpv[b][t], oldv[b][t], av[b][t], 0.2, 0.28, dual) for t in range(len(lpv[0]))]
-           for b in range(len(lpv))]
+    mat = [
+        [ppo_ref(lpv[b][t], oldv[b][t], av[b][t], 0.2, 0.28, dual) for t in range(len(lpv[0]))] for b in range(len(lpv))
+    ]
     assert abs(loss.item() - agg_ref(mat, mv, agg)) < 1e-5
     assert 0.0 <= stats["clip_frac"] <= 1.0 and stats["approx_kl"] >= 0.0
 
@@ -114,8 +115,9 @@ def test_gspo_gmpo_cispo_reinforce_match_loops(dtype):
     assert abs(got.item() - want / B) < 1e-5
 
     # CISPO: -clip(r) A logp, token-mean.
-    mat = mats(lambda b, t: -min(max(math.exp(lpv[b][t] - oldv[b][t]), 0.8), 1.2) * av[b][t] * lpv[b][t],
-               lp, old, adv, m)
+    mat = mats(
+        lambda b, t: -min(max(math.exp(lpv[b][t] - oldv[b][t]), 0.8), 1.2) * av[b][t] * lpv[b][t], lp, old, adv, m
+    )
     got, _ = policy_loss(lp, old, adv, m, kind="cispo")
     assert abs(got.item() - agg_ref(mat, mv, "token-mean")) < 1e-5
 

@@ -30,10 +30,19 @@ def batch(B=3, T=5, seed=0, dtype=torch.float32):
 
 
 @pytest.mark.parametrize("kind", ["ppo", "gspo", "gmpo", "cispo"])
-@pytest.mark.parametrize("name,value", [
-    ("clip_low", math.nan), ("clip_low", -0.1), ("clip_low", math.inf), ("clip_low", True),
-    ("clip_high", math.nan), ("clip_high", -0.2), ("clip_high", math.inf), ("clip_high", "0.2"),
-])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("clip_low", math.nan),
+        ("clip_low", -0.1),
+        ("clip_low", math.inf),
+        ("clip_low", True),
+        ("clip_high", math.nan),
+        ("clip_high", -0.2),
+        ("clip_high", math.inf),
+        ("clip_high", "0.2"),
+    ],
+)
 def test_policy_loss_rejects_nan_negative_or_non_numeric_clip(kind, name, value):
     lp, old, adv, m = batch()
     with pytest.raises(ValueError, match=f"{name} must be a finite number"):

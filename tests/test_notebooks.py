@@ -23,8 +23,9 @@ def test_notebook_runs(path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=False,
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=900, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(path.parent)}}
+    )
     t0 = time.perf_counter()
     try:
         client.execute()

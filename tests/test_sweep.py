@@ -9,16 +9,17 @@ import pytest
 
 from rltutor.experiments import sweep
 
-TINY = sweep.SweepScale(horizons=(3, 6), seeds=2, steps_corridor=300, steps_cartpole=300, group_sizes=(4,),
-                        gammas=(0.9,), ablation_seeds=2)
+TINY = sweep.SweepScale(
+    horizons=(3, 6), seeds=2, steps_corridor=300, steps_cartpole=300, group_sizes=(4,), gammas=(0.9,), ablation_seeds=2
+)
 
 
 def test_plan_has_every_configuration_and_enough_seeds():
     runs = sweep.plan("full")
     main = [r for r in runs if r.study == "main"]
-    assert {(r.task, r.algo) for r in main} == {(t, a) for a in ("ppo", "grpo")
-                                                for t in ["CartPole-v1", "corridor T=5", "corridor T=20",
-                                                          "corridor T=80"]}
+    assert {(r.task, r.algo) for r in main} == {
+        (t, a) for a in ("ppo", "grpo") for t in ["CartPole-v1", "corridor T=5", "corridor T=20", "corridor T=80"]
+    }
     assert min(pd.Series([(r.task, r.algo) for r in main]).value_counts()) >= 5
     assert {r.variant for r in runs if r.study == "group_size"} == {"G=4", "G=16"}
     for r in runs:
@@ -79,19 +80,22 @@ def test_verdicts_follow_the_numbers():
     rows = []
     for s in range(5):
         e = 0.01 * s
-        rows += [("main", "CartPole-v1", "ppo", "default", None, 0.5 + e),
-                 ("main", "CartPole-v1", "grpo", "default", None, 0.54 - e),
-                 ("main", "corridor T=5", "ppo", "default", 5, 0.9 + e),
-                 ("main", "corridor T=5", "grpo", "default", 5, 0.9 - e),
-                 ("main", "corridor T=50", "ppo", "default", 50, 0.9 + e),
-                 ("main", "corridor T=50", "grpo", "default", 50, 0.6 + e)]
+        rows += [
+            ("main", "CartPole-v1", "ppo", "default", None, 0.5 + e),
+            ("main", "CartPole-v1", "grpo", "default", None, 0.54 - e),
+            ("main", "corridor T=5", "ppo", "default", 5, 0.9 + e),
+            ("main", "corridor T=5", "grpo", "default", 5, 0.9 - e),
+            ("main", "corridor T=50", "ppo", "default", 50, 0.9 + e),
+            ("main", "corridor T=50", "grpo", "default", 50, 0.6 + e),
+        ]
     v = {x["claim"].split(":")[0]: x["reproduced"] for x in sweep.verdicts(_finals(rows))}
     assert v["short task with early termination (CartPole)"]
     assert v["long task without early termination (corridor T=50)"]
     assert v["PPO's lead over GRPO grows with the horizon"]
     # flip the long-horizon result: now GRPO is ahead, and the verdicts must say so
-    flipped = [(a, b, {"ppo": "grpo", "grpo": "ppo"}[c] if b == "corridor T=50" else c, d, e, f)
-               for a, b, c, d, e, f in rows]
+    flipped = [
+        (a, b, {"ppo": "grpo", "grpo": "ppo"}[c] if b == "corridor T=50" else c, d, e, f) for a, b, c, d, e, f in rows
+    ]
     v = {x["claim"].split(":")[0]: x["reproduced"] for x in sweep.verdicts(_finals(flipped))}
     assert not v["long task without early termination (corridor T=50)"]
     assert not v["PPO's lead over GRPO grows with the horizon"]

@@ -90,8 +90,16 @@ def test_tiny_train_run_under_each_guard(guard):
     trainer = Trainer(cfg)
     for _ in range(2):
         row = trainer.step()
-    for k in ("hack_rate", "solve_rate", "episode_return", "grad_norm", "approx_kl", "clip_frac", "cut_short_rate",
-              "intercepts_per_episode"):
+    for k in (
+        "hack_rate",
+        "solve_rate",
+        "episode_return",
+        "grad_norm",
+        "approx_kl",
+        "clip_frac",
+        "cut_short_rate",
+        "intercepts_per_episode",
+    ):
         assert k in row and row[k] == row[k], k
     if guard != "none":
         assert all(isinstance(e, GuardedEnv) and e.policy == guard for e in trainer.collector.envs)
@@ -131,9 +139,32 @@ def test_build_and_cli_template_agent(tmp_path):
     policy, collector = build(cfg)
     assert isinstance(policy, TemplatePolicy) and isinstance(collector, TemplateCollector)
     out = tmp_path / "run"
-    rc = main(["train", "--env", "toolshell", "--agent-policy", "templates", "--guard", "decoy", "--algo", "ppo",
-               "--steps", "30", "--seed", "2", "--out", str(out), "--no-progress", "--set", "sft_steps=20",
-               "--set", "num_groups=2", "--set", "group_size=2"])
+    rc = main(
+        [
+            "train",
+            "--env",
+            "toolshell",
+            "--agent-policy",
+            "templates",
+            "--guard",
+            "decoy",
+            "--algo",
+            "ppo",
+            "--steps",
+            "30",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--set",
+            "sft_steps=20",
+            "--set",
+            "num_groups=2",
+            "--set",
+            "group_size=2",
+        ]
+    )
     assert rc == 0
     df = pd.read_csv(out / "metrics.csv")
     for k in ("env_steps", "solve_rate", "hack_rate", "episode_return", "segments_per_episode", "mean_turns"):

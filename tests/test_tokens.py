@@ -32,8 +32,9 @@ def test_addition_reward_and_target():
     task = AdditionTask(max_operand=99)
     prompt = torch.tensor(encode("07+12="))
     assert task.target(prompt) == encode("19") + [EOS]
-    r = task.reward(prompt[None].repeat(4, 1),
-                    torch.stack([_resp("19"), _resp("18"), _resp("190"), _resp("19", eos=False)]))
+    r = task.reward(
+        prompt[None].repeat(4, 1), torch.stack([_resp("19"), _resp("18"), _resp("190"), _resp("19", eos=False)])
+    )
     assert r.tolist() == [1.0, 0.0, 0.0, 1.0]  # truncated but right still scores; the budget is the knob
     p = task.sample_prompts(50, torch.Generator().manual_seed(0))
     assert p.shape == (50, task.prompt_len)
@@ -44,8 +45,9 @@ def test_sequence_reward():
     task = SequenceTask(L=4)
     prompt = torch.tensor(encode("3+2="))
     assert decode(task.target(prompt)) == "5791"
-    r = task.reward(prompt[None].repeat(4, 1),
-                    torch.stack([_resp("5791"), _resp("5700"), _resp("579"), _resp("579100")]))
+    r = task.reward(
+        prompt[None].repeat(4, 1), torch.stack([_resp("5791"), _resp("5700"), _resp("579"), _resp("579100")])
+    )
     torch.testing.assert_close(r, torch.tensor([1.0, 0.5, 0.75, 4 / 6]))  # extra tokens cost: 4 of 6 right
     exact = SequenceTask(L=4, reward="exact")
     assert exact.reward(prompt[None].repeat(2, 1), torch.stack([_resp("5791"), _resp("5790")])).tolist() == [1, 0]

@@ -77,8 +77,20 @@ def test_resume_equals_the_uninterrupted_run(algo, tmp_path):
 def test_metrics_history_has_the_promised_columns():
     t = Trainer(make_config("ppo", total_steps=600, num_steps=64))
     h = t.train(progress=False)
-    for col in ("env_steps", "episode_return", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac",
-                "grad_norm", "explained_variance", "zero_std_frac", "time_s", "lr"):
+    for col in (
+        "env_steps",
+        "episode_return",
+        "policy_loss",
+        "value_loss",
+        "entropy",
+        "approx_kl",
+        "clip_frac",
+        "grad_norm",
+        "explained_variance",
+        "zero_std_frac",
+        "time_s",
+        "lr",
+    ):
         assert col in h.columns, col
     assert h["env_steps"].is_monotonic_increasing and h["env_steps"].iloc[-1] >= 600
     assert h["lr"].iloc[-1] < h["lr"].iloc[0]  # annealed
@@ -94,8 +106,18 @@ def test_every_algorithm_runs_one_update(algo):
 @pytest.mark.parametrize("kl_in_reward", [True, False])
 @pytest.mark.parametrize("kind", ["k1", "k2", "k3"])
 def test_reference_kl_in_reward_or_in_loss(kl_in_reward, kind):
-    t = Trainer(make_config("grpo", env="corridor", env_options={"horizon": 6}, kl_coef=0.1, kl_kind=kind,
-                            kl_in_reward=kl_in_reward, total_steps=10_000, epochs=2))
+    t = Trainer(
+        make_config(
+            "grpo",
+            env="corridor",
+            env_options={"horizon": 6},
+            kl_coef=0.1,
+            kl_kind=kind,
+            kl_in_reward=kl_in_reward,
+            total_steps=10_000,
+            epochs=2,
+        )
+    )
     rows = [t.step() for _ in range(3)]
     assert rows[0]["kl_ref"] == pytest.approx(0.0, abs=1e-6)  # pi == pi_ref at first
     assert all(math.isfinite(r["policy_loss"]) for r in rows)

@@ -23,17 +23,22 @@ def hand_batch(seed: int = 0, critic: bool = False) -> dict:
     g = torch.Generator().manual_seed(seed)
     mask = torch.ones(B, T)
     mask[-1, -1] = 0
-    batch = {"obs": torch.randn(B, T, 4, generator=g), "actions": torch.randint(0, 2, (B, T), generator=g),
-             "logp": torch.full((B, T), -0.69), "mask": mask, "rewards": torch.randn(B, T, generator=g) * mask,
-             "group_ids": torch.arange(B) // 3, "dones": torch.zeros(B, T)}
+    batch = {
+        "obs": torch.randn(B, T, 4, generator=g),
+        "actions": torch.randint(0, 2, (B, T), generator=g),
+        "logp": torch.full((B, T), -0.69),
+        "mask": mask,
+        "rewards": torch.randn(B, T, generator=g) * mask,
+        "group_ids": torch.arange(B) // 3,
+        "dones": torch.zeros(B, T),
+    }
     if critic:
         batch["values"] = torch.zeros(B, T)
     return batch
 
 
 def trainer(algo: str, **overrides) -> Trainer:
-    settings = dict(env="CartPole-v1", seed=0, total_steps=10_000, epochs=1, minibatches=1, lr=1e-2,
-                    max_grad_norm=None)
+    settings = dict(env="CartPole-v1", seed=0, total_steps=10_000, epochs=1, minibatches=1, lr=1e-2, max_grad_norm=None)
     cfg = make_config(algo, **{**settings, **overrides})
     return Trainer(cfg)
 
@@ -62,8 +67,15 @@ def test_the_value_loss_moves_the_value_toward_the_returns():
     t = trainer("ppo", ent_coef=0.0, vf_coef=0.5, vf_clip=None)
     batch = hand_batch(critic=True)
     batch["values"] = policy_out(t, batch)["values"]
-    _, returns = compute_advantages("gae", rewards=batch["rewards"], mask=batch["mask"], values=batch["values"],
-                                    group_ids=batch["group_ids"], gamma=t.config.gamma, lam=t.config.lam)
+    _, returns = compute_advantages(
+        "gae",
+        rewards=batch["rewards"],
+        mask=batch["mask"],
+        values=batch["values"],
+        group_ids=batch["group_ids"],
+        gamma=t.config.gamma,
+        lam=t.config.lam,
+    )
     m = batch["mask"]
 
     def mse() -> float:
@@ -87,8 +99,9 @@ def test_minibatch_whitening_ignores_the_scale_and_offset_of_the_advantages(monk
     mask = hand_batch()["mask"]
     adv = torch.randn(B, T, generator=torch.Generator().manual_seed(1)) * mask
     m1, p1 = update_with_advantages(monkeypatch, adv, norm_adv="minibatch", minibatches=minibatches)
-    m2, p2 = update_with_advantages(monkeypatch, (7.0 * adv + 3.0) * mask, norm_adv="minibatch",
-                                    minibatches=minibatches)
+    m2, p2 = update_with_advantages(
+        monkeypatch, (7.0 * adv + 3.0) * mask, norm_adv="minibatch", minibatches=minibatches
+    )
     assert m1["policy_loss"] == pytest.approx(m2["policy_loss"], abs=1e-5)
     for a, b in zip(p1, p2, strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
@@ -151,8 +164,15 @@ def test_sequence_losses_average_over_rows_with_tokens_only(kind):
     adv = torch.randn(4, 1, generator=g).expand(4, 5)
     empty = torch.cat([mask, torch.zeros(1, 5)])  # a fifth row without a valid token must not count
     pad = torch.zeros(1, 5)
-    with_empty, _ = policy_loss(torch.cat([logp, pad]), torch.cat([old, pad]), torch.cat([adv, pad]), empty,
-                                kind=kind, clip_low=0.2, clip_high=0.2)
+    with_empty, _ = policy_loss(
+        torch.cat([logp, pad]),
+        torch.cat([old, pad]),
+        torch.cat([adv, pad]),
+        empty,
+        kind=kind,
+        clip_low=0.2,
+        clip_high=0.2,
+    )
     without, _ = policy_loss(logp, old, adv, mask, kind=kind, clip_low=0.2, clip_high=0.2)
     torch.testing.assert_close(with_empty, without)
 
@@ -247,8 +267,15 @@ def test_gae_value_targets_are_the_estimators_returns(monkeypatch):
     batch = hand_batch(critic=True)
     batch["values"] = torch.full((B, T), 0.7) * batch["mask"]
     t.update(batch)
-    _, gae_returns = compute_advantages("gae", rewards=batch["rewards"], mask=batch["mask"], values=batch["values"],
-                                        group_ids=batch["group_ids"], gamma=0.9, lam=0.5)
+    _, gae_returns = compute_advantages(
+        "gae",
+        rewards=batch["rewards"],
+        mask=batch["mask"],
+        values=batch["values"],
+        group_ids=batch["group_ids"],
+        gamma=0.9,
+        lam=0.5,
+    )
     # the one minibatch holds every row, in a shuffled order: compare the rows as a set
     key = lambda r: tuple(round(x, 4) for x in r.tolist())  # noqa: E731
     assert sorted(map(key, seen["returns"])) == sorted(map(key, gae_returns))

@@ -100,8 +100,9 @@ def test_monte_carlo_matches_exact_enumeration(reward, spec):
     """Noise-free, T = 2, B = 2: the Monte-Carlo variance and mean match the exact ones (4.5 sigma)."""
     task = an.ChainTask(T=2, reward=reward, K=2, p=0.35)
     mean_x, var_x = _exact_moments(task, spec, B=2)
-    rows, grads = an.measure_specs(task, [spec], batch_size=2, n_batches=20000, seed=7,
-                                   dtype=torch.float64, return_gradients=True)
+    rows, grads = an.measure_specs(
+        task, [spec], batch_size=2, n_batches=20000, seed=7, dtype=torch.float64, return_gradients=True
+    )
     row, g = rows[0], grads[0].reshape(20000, -1)
     assert abs(row["variance"] - var_x) <= 4.5 * row["variance_se"] + 1e-12
     se = g.std(0) / math.sqrt(len(g))
@@ -111,8 +112,11 @@ def test_monte_carlo_matches_exact_enumeration(reward, spec):
 def test_unbiased_estimators_have_the_true_gradient_as_mean_and_dr_grpo_is_scaled():
     task = an.ChainTask(T=2, reward="dense", K=2, p=0.35)
     gt = an.true_gradient(task).reshape(-1)
-    for spec in (an.EstimatorSpec("reinforce"), an.EstimatorSpec("rloo", G=2),
-                 an.EstimatorSpec("gae", gamma=1.0, lam=0.3)):
+    for spec in (
+        an.EstimatorSpec("reinforce"),
+        an.EstimatorSpec("rloo", G=2),
+        an.EstimatorSpec("gae", gamma=1.0, lam=0.3),
+    ):
         mean, _ = _exact_moments(task, spec, B=2)
         torch.testing.assert_close(mean, gt)
     mean, _ = _exact_moments(task, an.EstimatorSpec("dr_grpo", G=2), B=2)
@@ -124,10 +128,10 @@ def test_horizon_one_reinforce_variance_closed_form(noise):
     """T = 1, K = 2: Var g = (1/B) [2p(1-p)^2 (1 + s^2) + 2p^2 (1-p) s^2 - 2p^2 (1-p)^2]."""
     p, B = 0.3, 4
     task = an.ChainTask(T=1, reward="dense", K=2, p=p, noise=noise)
-    exact = (2 * p * (1 - p) ** 2 * (1 + noise**2) + 2 * p**2 * (1 - p) * noise**2
-             - 2 * p**2 * (1 - p) ** 2) / B
-    row = an.measure_specs(task, [an.EstimatorSpec("reinforce")], batch_size=B, n_batches=40000,
-                           seed=11, dtype=torch.float64)[0]
+    exact = (2 * p * (1 - p) ** 2 * (1 + noise**2) + 2 * p**2 * (1 - p) * noise**2 - 2 * p**2 * (1 - p) ** 2) / B
+    row = an.measure_specs(
+        task, [an.EstimatorSpec("reinforce")], batch_size=B, n_batches=40000, seed=11, dtype=torch.float64
+    )[0]
     assert abs(row["variance"] - exact) <= 4.5 * row["variance_se"]
 
 
@@ -161,8 +165,7 @@ def test_horizon_one_noisy_variance_by_enumeration_and_linearity(name):
 def test_grpo_snr_falls_with_horizon_and_td_gae_does_not():
     """The chapter's claim, as a property: from T = 4 to T = 128 GRPO's SNR drops by > 10x, while
     GAE with the true value function and lambda = 0 keeps it within a factor 2."""
-    df = an.horizon_curve([4, 128], "corridor", G=8, n_groups=4, lam=0.0, n_batches=128,
-                          estimators=("grpo", "gae"))
+    df = an.horizon_curve([4, 128], "corridor", G=8, n_groups=4, lam=0.0, n_batches=128, estimators=("grpo", "gae"))
     snr = df.pivot(index="T", columns="estimator", values="snr")
     assert snr.loc[4, "grpo"] / snr.loc[128, "grpo"] > 10
     assert 0.5 < snr.loc[4, "gae"] / snr.loc[128, "gae"] < 2
@@ -199,11 +202,17 @@ def test_same_seed_same_numbers():
 def test_closed_form_snr_matches_monte_carlo(task, noise, T):
     """The chapter's formulas (snr_theory) against the measurement: within 8% with 3000 batches."""
     t = an.make_chain(task, T=T, noise=noise)
-    specs = [an.EstimatorSpec("rloo", G=4), an.EstimatorSpec("gae", lam=0.0),
-             an.EstimatorSpec("gae_critic", lam=0.0, critic_noise=1.5)]
+    specs = [
+        an.EstimatorSpec("rloo", G=4),
+        an.EstimatorSpec("gae", lam=0.0),
+        an.EstimatorSpec("gae_critic", lam=0.0, critic_noise=1.5),
+    ]
     rows = an.measure_specs(t, specs, batch_size=16, n_batches=3000, seed=2)
-    theory = [an.snr_theory(t, "rloo", batch_size=16, G=4), an.snr_theory(t, "gae_td", batch_size=16),
-              an.snr_theory(t, "gae_td", batch_size=16, critic_noise=1.5)]
+    theory = [
+        an.snr_theory(t, "rloo", batch_size=16, G=4),
+        an.snr_theory(t, "gae_td", batch_size=16),
+        an.snr_theory(t, "gae_td", batch_size=16, critic_noise=1.5),
+    ]
     for row, th in zip(rows, theory, strict=True):
         assert row["snr"] == pytest.approx(th, rel=0.08), row["name"]
 

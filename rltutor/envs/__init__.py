@@ -45,8 +45,9 @@ def make_env(name: str, num_envs: int = 1, seed: int = 0, **options):
 
 def _no_options(name: str, options: dict) -> None:
     if options:
-        raise ValueError(f"{name} takes no options, got {sorted(options)}; options such as horizon belong "
-                         "to the corridor")
+        raise ValueError(
+            f"{name} takes no options, got {sorted(options)}; options such as horizon belong to the corridor"
+        )
 
 
 @register_env("CartPole-v1")
@@ -68,10 +69,8 @@ def _mountaincar(num_envs: int, seed: int, **options):
 
 
 @register_env("corridor")
-def _corridor(num_envs: int, seed: int, horizon: int = 50, observe_progress: bool = True,
-              reward_noise: float = 0.0):
-    return Corridor(num_envs, horizon=horizon, observe_progress=observe_progress,
-                    reward_noise=reward_noise, seed=seed)
+def _corridor(num_envs: int, seed: int, horizon: int = 50, observe_progress: bool = True, reward_noise: float = 0.0):
+    return Corridor(num_envs, horizon=horizon, observe_progress=observe_progress, reward_noise=reward_noise, seed=seed)
 
 
 # Token tasks (chapters 06-10): the entry returns the task itself (a TokenTask: prompts and a
@@ -85,8 +84,10 @@ def _token_task(name: str) -> Callable:
         valid = set(inspect.signature(TASKS[name]).parameters)
         unknown = sorted(set(options) - valid)
         if unknown:
-            raise ValueError(f"unknown option(s) {unknown} for token task {name!r}; valid: {', '.join(sorted(valid))}"
-                             " (model settings such as n_embd or sft_steps are Config fields: --set n_embd=128)")
+            raise ValueError(
+                f"unknown option(s) {unknown} for token task {name!r}; valid: {', '.join(sorted(valid))}"
+                " (model settings such as n_embd or sft_steps are Config fields: --set n_embd=128)"
+            )
         return make_task(name, **options)
 
     return make

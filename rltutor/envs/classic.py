@@ -114,13 +114,18 @@ class CartPole:
         return obs, reward, terminated, truncated, final_obs
 
     def state_dict(self) -> dict:
-        return {"state": self.state.copy(), "steps": self.steps.copy(),
-                "rngs": [r.bit_generator.state for r in self.rngs]}
+        return {
+            "state": self.state.copy(),
+            "steps": self.steps.copy(),
+            "rngs": [r.bit_generator.state for r in self.rngs],
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if state["state"].shape != self.state.shape:
-            raise ValueError(f"environment state has shape {state['state'].shape}, expected {self.state.shape}: "
-                             "the checkpoint was made with a different num_envs")
+            raise ValueError(
+                f"environment state has shape {state['state'].shape}, expected {self.state.shape}: "
+                "the checkpoint was made with a different num_envs"
+            )
         self.state = state["state"].copy()
         self.steps = state["steps"].copy()
         for r, s in zip(self.rngs, state["rngs"], strict=True):
@@ -136,8 +141,13 @@ class GymVecEnv:
 
         self.env_id = env_id
         self.num_envs = int(num_envs)
-        self.envs = gym.make_vec(env_id, num_envs=self.num_envs, vectorization_mode="sync",
-                                 vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **kwargs)
+        self.envs = gym.make_vec(
+            env_id,
+            num_envs=self.num_envs,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+            **kwargs,
+        )
         space = self.envs.single_action_space
         if not isinstance(space, gym.spaces.Discrete):
             raise ValueError(f"{env_id} has action space {space}; rltutor's MLP policy needs a Discrete one")

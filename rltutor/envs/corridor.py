@@ -43,8 +43,9 @@ class Corridor:
     n_actions = 2
     optimal_return = 1.0  # follow every cue: x_T = T, r_T = T / T, for every horizon T
 
-    def __init__(self, num_envs: int, horizon: int = 50, observe_progress: bool = True,
-                 reward_noise: float = 0.0, seed: int = 0):
+    def __init__(
+        self, num_envs: int, horizon: int = 50, observe_progress: bool = True, reward_noise: float = 0.0, seed: int = 0
+    ):
         if not isinstance(horizon, int | np.integer) or horizon < 1:
             raise ValueError(f"horizon must be a positive integer, got {horizon!r}; e.g. --horizon 200")
         if not isinstance(num_envs, int | np.integer) or num_envs < 1:
@@ -103,14 +104,20 @@ class Corridor:
         return obs, reward.astype(np.float32), terminated, truncated, final_obs
 
     def state_dict(self) -> dict:
-        return {"t": self.t.copy(), "x": self.x.copy(), "cues": self.cues.copy(),
-                "rngs": [r.bit_generator.state for r in self.rngs],
-                "noise_rngs": [r.bit_generator.state for r in self.noise_rngs]}
+        return {
+            "t": self.t.copy(),
+            "x": self.x.copy(),
+            "cues": self.cues.copy(),
+            "rngs": [r.bit_generator.state for r in self.rngs],
+            "noise_rngs": [r.bit_generator.state for r in self.noise_rngs],
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if state["cues"].shape != self.cues.shape:
-            raise ValueError(f"corridor state has shape {state['cues'].shape}, expected {self.cues.shape}: "
-                             "the checkpoint was made with a different num_envs or horizon")
+            raise ValueError(
+                f"corridor state has shape {state['cues'].shape}, expected {self.cues.shape}: "
+                "the checkpoint was made with a different num_envs or horizon"
+            )
         self.t, self.x, self.cues = state["t"].copy(), state["x"].copy(), state["cues"].copy()
         for r, s in zip(self.rngs, state["rngs"], strict=True):
             r.bit_generator.state = s

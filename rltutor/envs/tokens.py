@@ -38,7 +38,7 @@ def encode(text: str) -> list[int]:
 def decode(ids) -> str:
     """Token ids -> text; stops at the first end-of-sequence, drops padding."""
     out = []
-    for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+    for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:
         if i == EOS:
             break
         if i != PAD:
@@ -91,12 +91,14 @@ class TokenTask:
     def reward(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
         """Rewards (B,) for ``responses`` (B, T), each read up to its first EOS."""
         if prompts.dim() != 2 or responses.dim() != 2 or prompts.shape[0] != responses.shape[0]:
-            raise ValueError(f"prompts (B, P) and responses (B, T) must share B; got {tuple(prompts.shape)} "
-                             f"and {tuple(responses.shape)}")
+            raise ValueError(
+                f"prompts (B, P) and responses (B, T) must share B; got {tuple(prompts.shape)} "
+                f"and {tuple(responses.shape)}"
+            )
         out = []
         for p, r in zip(prompts.cpu(), responses.cpu(), strict=True):
             ids = r.tolist()
-            ids = ids[:ids.index(EOS)] if EOS in ids else ids
+            ids = ids[: ids.index(EOS)] if EOS in ids else ids
             out.append(self.score(p, ids))
         return torch.tensor(out, dtype=torch.float32)
 
@@ -107,17 +109,19 @@ class TokenTask:
         targets = [self.target(p) for p in prompts]
         T = max(len(t) for t in targets)
         tokens = torch.full((n, self.prompt_len + T), PAD, dtype=torch.long)
-        tokens[:, :self.prompt_len] = prompts
+        tokens[:, : self.prompt_len] = prompts
         loss_mask = torch.zeros(n, self.prompt_len + T - 1)
         for i, t in enumerate(targets):
-            tokens[i, self.prompt_len:self.prompt_len + len(t)] = torch.tensor(t)
-            loss_mask[i, self.prompt_len - 1:self.prompt_len - 1 + len(t)] = 1.0  # predict each answer token
+            tokens[i, self.prompt_len : self.prompt_len + len(t)] = torch.tensor(t)
+            loss_mask[i, self.prompt_len - 1 : self.prompt_len - 1 + len(t)] = 1.0  # predict each answer token
         return tokens, loss_mask
 
     def accuracy(self, prompts: torch.Tensor, responses: torch.Tensor) -> float:
         """Fraction of completions that equal the target exactly."""
-        hits = [decode(r) == decode(self.target(p)) and EOS in r.tolist()
-                for p, r in zip(prompts.cpu(), responses.cpu(), strict=True)]
+        hits = [
+            decode(r) == decode(self.target(p)) and EOS in r.tolist()
+            for p, r in zip(prompts.cpu(), responses.cpu(), strict=True)
+        ]
         return sum(hits) / len(hits)
 
 
@@ -139,8 +143,10 @@ class AdditionTask(TokenTask):
         self.prompt_len = 2 * self.width + 2
         need = len(str(2 * max_operand)) + 1
         if not isinstance(max_new_tokens, int) or max_new_tokens < need:
-            raise ValueError(f"max_new_tokens={max_new_tokens!r} is too short for answers up to "
-                             f"{2 * max_operand} plus EOS; use at least {need}")
+            raise ValueError(
+                f"max_new_tokens={max_new_tokens!r} is too short for answers up to "
+                f"{2 * max_operand} plus EOS; use at least {need}"
+            )
         self.max_new_tokens = max_new_tokens
 
     def sample_prompts(self, n, generator=None):
@@ -149,8 +155,7 @@ class AdditionTask(TokenTask):
         a = _randint(self.max_operand + 1, n, generator)
         b = _randint(self.max_operand + 1, n, generator)
         w = self.width
-        return torch.tensor([encode(f"{x:0{w}d}+{y:0{w}d}=") for x, y in zip(a.tolist(), b.tolist(),
-                                                                            strict=True)])
+        return torch.tensor([encode(f"{x:0{w}d}+{y:0{w}d}=") for x, y in zip(a.tolist(), b.tolist(), strict=True)])
 
     def _operands(self, prompt):
         a, b = decode(prompt).rstrip("=").split("+")
@@ -175,8 +180,7 @@ class SequenceTask(TokenTask):
 
     name = "sequence"
 
-    def __init__(self, L: int = 8, reward: str = "fraction", max_new_tokens: int | None = None,
-                 max_step: int = 3):
+    def __init__(self, L: int = 8, reward: str = "fraction", max_new_tokens: int | None = None, max_step: int = 3):
         if not isinstance(max_step, int) or not 1 <= max_step <= 9:
             raise ValueError(f"max_step must be an integer in [1, 9], got {max_step!r}")
         self.max_step = max_step
@@ -188,8 +192,9 @@ class SequenceTask(TokenTask):
         self.prompt_len = 4
         self.max_new_tokens = max_new_tokens if max_new_tokens is not None else L + 4
         if self.max_new_tokens < L + 1:
-            raise ValueError(f"max_new_tokens={self.max_new_tokens} leaves no room for L={L} digits + EOS; "
-                             f"use at least {L + 1}")
+            raise ValueError(
+                f"max_new_tokens={self.max_new_tokens} leaves no room for L={L} digits + EOS; use at least {L + 1}"
+            )
 
     def sample_prompts(self, n, generator=None):
         if not isinstance(n, int) or n < 1:

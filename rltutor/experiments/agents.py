@@ -37,10 +37,27 @@ from rltutor.train import Trainer
 
 __all__ = ["run_agent", "hack_curves", "summarize", "main"]
 
-COLUMNS = ("update", "env_steps", "hack_rate", "solve_rate", "success_rate", "episode_return", "attempt_rate",
-           "intercepts_per_episode", "missed_per_episode", "decoy_turns_per_episode", "cut_short_rate",
-           "timeout_rate", "mean_turns", "segments_per_episode", "grad_norm", "approx_kl", "clip_frac", "entropy",
-           "time_s")
+COLUMNS = (
+    "update",
+    "env_steps",
+    "hack_rate",
+    "solve_rate",
+    "success_rate",
+    "episode_return",
+    "attempt_rate",
+    "intercepts_per_episode",
+    "missed_per_episode",
+    "decoy_turns_per_episode",
+    "cut_short_rate",
+    "timeout_rate",
+    "mean_turns",
+    "segments_per_episode",
+    "grad_norm",
+    "approx_kl",
+    "clip_frac",
+    "entropy",
+    "time_s",
+)
 
 
 def run_agent(algo: str = "ppo", seed: int = 0, guard: str = "none", updates: int = 40, **overrides) -> pd.DataFrame:
@@ -67,8 +84,9 @@ def _run(args: tuple) -> pd.DataFrame:
     return run_agent(algo, seed, guard, updates)
 
 
-def hack_curves(algos=("ppo", "grpo"), guards=("none",), seeds=(0, 1, 2, 3, 4), updates: int = 40,
-                workers: int | None = None) -> pd.DataFrame:
+def hack_curves(
+    algos=("ppo", "grpo"), guards=("none",), seeds=(0, 1, 2, 3, 4), updates: int = 40, workers: int | None = None
+) -> pd.DataFrame:
     """Every (algo, guard, seed) run, ``workers`` processes at a time (default: the CPU count); the rows of
     all runs, one per update."""
     jobs = [(a, s, g, updates, 1) for a in algos for g in guards for s in seeds]

@@ -117,8 +117,10 @@ class BanditConfig:
         if self.n_responses < 2:
             raise ValueError(f"n_responses must be >= 2 (a choice needs two options), got {self.n_responses}")
         if self.group_size < 2:
-            raise ValueError(f"group_size must be >= 2, got {self.group_size}: a group baseline needs at "
-                             "least two responses per prompt (G >= 2)")
+            raise ValueError(
+                f"group_size must be >= 2, got {self.group_size}: a group baseline needs at "
+                "least two responses per prompt (G >= 2)"
+            )
         for name in ("noise_std", "reward_offset", "logit_scale"):
             v = getattr(self, name)
             if not isinstance(v, int | float | np.floating) or not math.isfinite(v):
@@ -178,8 +180,9 @@ def bandit_gradient(bandit: Bandit, theta: torch.Tensor) -> torch.Tensor:
     return pi * (mu_ - V) / bandit.config.n_prompts
 
 
-def sample_batches(bandit: Bandit, theta: torch.Tensor, n_batches: int,
-                   gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_batches(
+    bandit: Bandit, theta: torch.Tensor, n_batches: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample ``n_batches`` independent batches of G responses to each of the P prompts.
 
     Args:
@@ -205,8 +208,9 @@ def sample_batches(bandit: Bandit, theta: torch.Tensor, n_batches: int,
     return o, r
 
 
-def bandit_advantages(name: str, bandit: Bandit, theta: torch.Tensor, r: torch.Tensor,
-                         eps: float = 1e-6) -> torch.Tensor:
+def bandit_advantages(
+    name: str, bandit: Bandit, theta: torch.Tensor, r: torch.Tensor, eps: float = 1e-6
+) -> torch.Tensor:
     """The advantage A of estimator ``name`` for rewards ``r`` (M, P, G) -> (M, P, G).
 
     ``theta`` (P, K) or (M, P, K) is only read by the oracle baselines ``constant`` and ``value``.
@@ -276,8 +280,14 @@ def _bonferroni_p(max_abs_z: float, n: int) -> float:
     return min(1.0, n * math.erfc(max_abs_z / math.sqrt(2)))
 
 
-def measure_gradients(config: BanditConfig | None = None, estimators=ESTIMATORS, n_batches: int | None = None,
-                      sample_seed: int = 1, scale: str | None = None, eps: float = 1e-6) -> GradientStudy:
+def measure_gradients(
+    config: BanditConfig | None = None,
+    estimators=ESTIMATORS,
+    n_batches: int | None = None,
+    sample_seed: int = 1,
+    scale: str | None = None,
+    eps: float = 1e-6,
+) -> GradientStudy:
     """Measure bias and variance of each estimator at the initial policy, by Monte Carlo.
 
     All estimators see the *same* ``n_batches`` sampled batches (common random numbers), so their
@@ -322,29 +332,38 @@ def measure_gradients(config: BanditConfig | None = None, estimators=ESTIMATORS,
         var = dev2.mean().item()
         study.mean_grad[name] = mean.view_as(g_true).numpy()
         study.se_grad[name] = se.view_as(g_true).numpy()
-        rows.append({
-            "estimator": name,
-            "group_size": config.group_size,
-            "noise_std": config.noise_std,
-            "reward_offset": config.reward_offset,
-            "n_batches": n_batches,
-            "variance": var,
-            "variance_se": dev2.std().item() / math.sqrt(n_batches),
-            "bias_rel": (diff.norm() / g_true.norm()).item(),
-            "noise_floor_rel": math.sqrt(var / n_batches) / g_true.norm().item(),
-            "max_abs_z": z.abs().max().item(),
-            "bias_p": _bonferroni_p(z.abs().max().item(), z.numel()),
-            "cosine": torch.nn.functional.cosine_similarity(mean, g_true.reshape(-1), dim=0).item(),
-            "snr": (mean.norm() ** 2).item() / var,
-            "true_grad_norm": g_true.norm().item(),
-            "zero_std_frac": zero_std,
-        })
+        rows.append(
+            {
+                "estimator": name,
+                "group_size": config.group_size,
+                "noise_std": config.noise_std,
+                "reward_offset": config.reward_offset,
+                "n_batches": n_batches,
+                "variance": var,
+                "variance_se": dev2.std().item() / math.sqrt(n_batches),
+                "bias_rel": (diff.norm() / g_true.norm()).item(),
+                "noise_floor_rel": math.sqrt(var / n_batches) / g_true.norm().item(),
+                "max_abs_z": z.abs().max().item(),
+                "bias_p": _bonferroni_p(z.abs().max().item(), z.numel()),
+                "cosine": torch.nn.functional.cosine_similarity(mean, g_true.reshape(-1), dim=0).item(),
+                "snr": (mean.norm() ** 2).item() / var,
+                "true_grad_norm": g_true.norm().item(),
+                "zero_std_frac": zero_std,
+            }
+        )
     study.table = pd.DataFrame(rows)
     return study
 
 
-def sweep_param(param: str, values, config: BanditConfig | None = None, estimators=ESTIMATORS,
-          n_batches: int | None = None, sample_seed: int = 1, scale: str | None = None) -> pd.DataFrame:
+def sweep_param(
+    param: str,
+    values,
+    config: BanditConfig | None = None,
+    estimators=ESTIMATORS,
+    n_batches: int | None = None,
+    sample_seed: int = 1,
+    scale: str | None = None,
+) -> pd.DataFrame:
     """:func:`measure_gradients` for each value of one config field; the tables stacked.
 
     ``param`` is a :class:`BanditConfig` field name such as ``"group_size"``, ``"noise_std"`` or
@@ -376,9 +395,15 @@ def dead_group_fraction(config: BanditConfig | None = None) -> float:
     return (p**G + (1 - p) ** G).mean().item()
 
 
-def train_curves(config: BanditConfig | None = None, estimators=ESTIMATORS, steps: int | None = None,
-                 lr: float = 50.0, n_seeds: int | None = None, scale: str | None = None,
-                 sample_seed: int = 0) -> pd.DataFrame:
+def train_curves(
+    config: BanditConfig | None = None,
+    estimators=ESTIMATORS,
+    steps: int | None = None,
+    lr: float = 50.0,
+    n_seeds: int | None = None,
+    scale: str | None = None,
+    sample_seed: int = 0,
+) -> pd.DataFrame:
     """Train the tabular policy by stochastic gradient ascent with each estimator.
 
     theta <- theta + lr * g_hat, one batch (P prompts x G responses) per step; ``n_seeds`` independent
@@ -414,17 +439,22 @@ def train_curves(config: BanditConfig | None = None, estimators=ESTIMATORS, step
             if not torch.isfinite(theta).all():
                 raise FloatingPointError(f"{name}: logits became NaN/inf at step {t}; lower lr (now {lr})")
             log[t + 1] = expected_reward(pass_bandit, theta).numpy()
-        frames.append(pd.DataFrame({
-            "estimator": name,
-            "seed": np.tile(np.arange(n_seeds), steps + 1),
-            "step": np.repeat(np.arange(steps + 1), n_seeds),
-            "pass_rate": log.reshape(-1),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "estimator": name,
+                    "seed": np.tile(np.arange(n_seeds), steps + 1),
+                    "step": np.repeat(np.arange(steps + 1), n_seeds),
+                    "pass_rate": log.reshape(-1),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
-def surrogate_loss_epochs(config: BanditConfig | None = None, method: str = "grpo", epochs: int = 4,
-                          lr: float = 1.0, sample_seed: int = 0) -> pd.DataFrame:
+def surrogate_loss_epochs(
+    config: BanditConfig | None = None, method: str = "grpo", epochs: int = 4, lr: float = 1.0, sample_seed: int = 0
+) -> pd.DataFrame:
     """Reader questions 1 and 2: the GRPO loss *value* is ~0 (then negative) while its gradient is not 0.
 
     One batch (P prompts x G responses), group advantages by ``method``; then ``epochs`` passes of
@@ -457,8 +487,14 @@ def surrogate_loss_epochs(config: BanditConfig | None = None, method: str = "grp
         logp = torch.log_softmax(theta, -1)[q, a].reshape(-1, 1)  # (B, 1)
         loss, stats = policy_loss(logp, old_logp, A, mask, kind="ppo")
         (grad,) = torch.autograd.grad(loss, theta)
-        rows.append({"epoch": epoch, "loss": loss.item(), "grad_norm": grad.norm().item(),
-                     "clip_frac": float(stats["clip_frac"])})
+        rows.append(
+            {
+                "epoch": epoch,
+                "loss": loss.item(),
+                "grad_norm": grad.norm().item(),
+                "clip_frac": float(stats["clip_frac"]),
+            }
+        )
         with torch.no_grad():
             theta -= lr * grad  # gradient descent on the loss = ascent on the surrogate
     return pd.DataFrame(rows)

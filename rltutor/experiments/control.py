@@ -23,8 +23,17 @@ from rltutor.config import CARTPOLE_GRPO, CARTPOLE_PPO, make_config
 from rltutor.train import Trainer
 from rltutor.utils import resolve_scale
 
-__all__ = ["CARTPOLE_PPO", "CARTPOLE_GRPO", "scale_settings", "learning_curves", "clip_fraction_by_epoch",
-           "gae_table", "dead_group_table", "std_weights"]
+__all__ = [
+    "CARTPOLE_PPO",
+    "CARTPOLE_GRPO",
+    "scale_settings",
+    "learning_curves",
+    "clip_fraction_by_epoch",
+    "gae_table",
+    "dead_group_table",
+    "std_weights",
+]
+
 
 def scale_settings(scale: str | None = None) -> dict:
     """Budgets for a scale: ``steps`` per run and ``seeds``."""
@@ -34,8 +43,9 @@ def scale_settings(scale: str | None = None) -> dict:
     return {"scale": scale, "steps": 100_000, "seeds": [1, 2, 3, 4, 5], "grid": 50}
 
 
-def learning_curves(variants: dict[str, tuple[str, dict]], steps: int, seeds: list[int],
-                    grid: int = 20) -> tuple[pd.DataFrame, pd.DataFrame]:
+def learning_curves(
+    variants: dict[str, tuple[str, dict]], steps: int, seeds: list[int], grid: int = 20
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train each variant ``name -> (algo, overrides)`` on each seed for ``steps`` env steps.
 
     The learning rate anneals over ``overrides["total_steps"]`` if given, else over ``steps``.
@@ -53,14 +63,17 @@ def learning_curves(variants: dict[str, tuple[str, dict]], steps: int, seeds: li
             trainer = Trainer(make_config(algo, seed=seed, **{"total_steps": steps, **overrides}))
             h = trainer.train(total_steps=steps, progress=False)
             y = np.interp(xs, h["env_steps"], h["return_last10"].ffill().bfill())
-            rows += [{"variant": name, "seed": seed, "env_steps": float(x), "return": float(v),
-                      "time_s": trainer.elapsed} for x, v in zip(xs, y, strict=True)]
+            rows += [
+                {"variant": name, "seed": seed, "env_steps": float(x), "return": float(v), "time_s": trainer.elapsed}
+                for x, v in zip(xs, y, strict=True)
+            ]
             histories.append(h.assign(variant=name, seed=seed))
     return pd.DataFrame(rows), pd.concat(histories, ignore_index=True)
 
 
-def clip_fraction_by_epoch(epochs: int = 8, minibatches: int = 4, warmup_updates: int = 5,
-                           seed: int = 0) -> pd.DataFrame:
+def clip_fraction_by_epoch(
+    epochs: int = 8, minibatches: int = 4, warmup_updates: int = 5, seed: int = 0
+) -> pd.DataFrame:
     """Train PPO on CartPole for a few updates, then make ``epochs`` passes over one fresh batch.
 
     Returns one row per pass: ``epoch, clip_frac, approx_kl`` (means over that pass's minibatches),
@@ -99,8 +112,9 @@ def gae_table(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, g
             var = float(a[m].var())
             gap = float(((a - a_mc)[m] ** 2).mean())
             for t, v in enumerate(a[0][valid0].tolist()):
-                out.append({"gamma": float(g), "lam": float(lam), "t": t, "advantage": v, "adv_var": var,
-                            "mc_gap": gap})
+                out.append(
+                    {"gamma": float(g), "lam": float(lam), "t": t, "advantage": v, "adv_var": var, "mc_gap": gap}
+                )
     return pd.DataFrame(out)
 
 
@@ -112,8 +126,15 @@ def dead_group_table(group_sizes=(2, 4, 8, 16), num_groups: int = 64, seed: int 
     """
     rows = []
     for G in group_sizes:
-        cfg = make_config("grpo", env="corridor", env_options={"horizon": 1}, group_size=G, num_groups=num_groups,
-                          seed=seed, total_steps=10**6)
+        cfg = make_config(
+            "grpo",
+            env="corridor",
+            env_options={"horizon": 1},
+            group_size=G,
+            num_groups=num_groups,
+            seed=seed,
+            total_steps=10**6,
+        )
         trainer = Trainer(cfg)
         batch, _ = trainer.collector.collect(trainer.policy, trainer.generator)
         scores = (batch["rewards"] * batch["mask"]).sum(1).view(num_groups, G)  # (groups, G)
@@ -135,6 +156,11 @@ def std_weights(pass_rates=None, G: int = 8) -> pd.DataFrame:
         k = int(round(p * G))
         scores = torch.tensor([1.0] * k + [0.0] * (G - k))
         ids = torch.zeros(G, dtype=torch.long)
-        rows.append({"p": k / G, "grpo": float(group_advantages(scores, ids, "grpo")[0]),
-                     "dr_grpo": float(group_advantages(scores, ids, "dr_grpo")[0])})
+        rows.append(
+            {
+                "p": k / G,
+                "grpo": float(group_advantages(scores, ids, "grpo")[0]),
+                "dr_grpo": float(group_advantages(scores, ids, "dr_grpo")[0]),
+            }
+        )
     return pd.DataFrame(rows)

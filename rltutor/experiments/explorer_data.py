@@ -35,8 +35,18 @@ import torch
 from rltutor.experiments import variance as an
 from rltutor.utils import resolve_scale
 
-__all__ = ["ExplorerGrid", "GRIDS", "ESTIMATOR_LABELS", "METRICS", "compute_explorer_data", "check_data",
-           "save_data", "load_data", "curve", "main"]
+__all__ = [
+    "ExplorerGrid",
+    "GRIDS",
+    "ESTIMATOR_LABELS",
+    "METRICS",
+    "compute_explorer_data",
+    "check_data",
+    "save_data",
+    "load_data",
+    "curve",
+    "main",
+]
 
 METRICS = ("snr", "cosine", "variance")
 ESTIMATOR_LABELS = {
@@ -89,8 +99,17 @@ class ExplorerGrid:
 
 GRIDS = {
     "full": ExplorerGrid(),
-    "quick": ExplorerGrid(tasks=("corridor",), T=(1, 4, 16), G=(2, 4), gamma=(0.9, 1.0), lam=(0.0, 1.0),
-                          noise=(0.0, 0.5), critic_noise=(1.0,), batch_size=8, n_batches=16),
+    "quick": ExplorerGrid(
+        tasks=("corridor",),
+        T=(1, 4, 16),
+        G=(2, 4),
+        gamma=(0.9, 1.0),
+        lam=(0.0, 1.0),
+        noise=(0.0, 0.5),
+        critic_noise=(1.0,),
+        batch_size=8,
+        n_batches=16,
+    ),
 }
 
 
@@ -106,8 +125,7 @@ def _specs(grid: ExplorerGrid) -> list[tuple[tuple, an.EstimatorSpec]]:
         for k, lam in enumerate(grid.lam):
             out.append((("gae", i, k), an.EstimatorSpec("gae", gamma=g, lam=lam)))
             for c, cn in enumerate(grid.critic_noise):
-                out.append((("gae_critic", i, k, c), an.EstimatorSpec("gae_critic", gamma=g, lam=lam,
-                                                                       critic_noise=cn)))
+                out.append((("gae_critic", i, k, c), an.EstimatorSpec("gae_critic", gamma=g, lam=lam, critic_noise=cn)))
     return out
 
 
@@ -125,8 +143,14 @@ def _empty(grid: ExplorerGrid) -> dict:
             return [None] * nT
         return [arr(*dims[1:]) for _ in range(dims[0])]
 
-    return {"reinforce": arr(ng), "grpo": arr(nG), "dr_grpo": arr(nG), "rloo": arr(nG),
-            "gae": arr(ng, nl), "gae_critic": arr(ng, nl, nc)}
+    return {
+        "reinforce": arr(ng),
+        "grpo": arr(nG),
+        "dr_grpo": arr(nG),
+        "rloo": arr(nG),
+        "gae": arr(ng, nl),
+        "gae_critic": arr(ng, nl, nc),
+    }
 
 
 def compute_explorer_data(grid: ExplorerGrid | str = "quick", progress: bool = False) -> dict:
@@ -146,9 +170,13 @@ def compute_explorer_data(grid: ExplorerGrid | str = "quick", progress: bool = F
         for noise in grid.noise:
             per_metric = {m: _empty(grid) for m in METRICS}
             for ti, T in enumerate(grid.T):
-                rows = an.measure_specs(an.make_chain(task, T=T, noise=noise), [s for _, s in specs],
-                                        batch_size=grid.batch_size, n_batches=grid.n_batches,
-                                        seed=grid.seed + cell)
+                rows = an.measure_specs(
+                    an.make_chain(task, T=T, noise=noise),
+                    [s for _, s in specs],
+                    batch_size=grid.batch_size,
+                    n_batches=grid.n_batches,
+                    seed=grid.seed + cell,
+                )
                 cell += 1
                 for (key, _), row in zip(specs, rows, strict=True):
                     for m in METRICS:
@@ -159,12 +187,27 @@ def compute_explorer_data(grid: ExplorerGrid | str = "quick", progress: bool = F
             values[task].append(per_metric)
             if progress:
                 print(f"  {task} noise={noise}: {time.perf_counter() - t0:.1f}s", flush=True)
-    return {"grid": {**asdict(grid), "tasks": list(grid.tasks)}, "metrics": list(METRICS),
-            "labels": ESTIMATOR_LABELS, "values": values, "seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "grid": {**asdict(grid), "tasks": list(grid.tasks)},
+        "metrics": list(METRICS),
+        "labels": ESTIMATOR_LABELS,
+        "values": values,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
-def curve(data: dict, task: str, estimator: str, metric: str, *, noise: int = 0, G: int = 0, gamma: int = 0,
-          lam: int = 0, critic_noise: int = 0) -> list[float]:
+def curve(
+    data: dict,
+    task: str,
+    estimator: str,
+    metric: str,
+    *,
+    noise: int = 0,
+    G: int = 0,
+    gamma: int = 0,
+    lam: int = 0,
+    critic_noise: int = 0,
+) -> list[float]:
     """The stored curve over T for one slider state (indices into the grid), as the page looks it up."""
     d = data["values"][task][noise][metric]
     if estimator == "reinforce":
@@ -193,15 +236,18 @@ def check_data(data: dict) -> int:
                         for ga in range(len(grid["gamma"])):
                             for li in range(len(grid["lam"])):
                                 for ci in range(len(grid["critic_noise"])):
-                                    c = curve(data, task, est, metric, noise=ni, G=gi, gamma=ga, lam=li,
-                                              critic_noise=ci)
+                                    c = curve(
+                                        data, task, est, metric, noise=ni, G=gi, gamma=ga, lam=li, critic_noise=ci
+                                    )
                                     ok = len(c) == len(grid["T"]) and all(
-                                        isinstance(x, int | float) and math.isfinite(x) for x in c)
+                                        isinstance(x, int | float) and math.isfinite(x) for x in c
+                                    )
                                     if not ok:
                                         raise ValueError(
                                             f"explorer data has no complete curve for task={task} noise#{ni} "
                                             f"{metric} {est} G#{gi} gamma#{ga} lam#{li} critic#{ci}: {c}; "
-                                            "regenerate it with compute_explorer_data")
+                                            "regenerate it with compute_explorer_data"
+                                        )
                                     n += 1
     return n
 
@@ -223,8 +269,10 @@ def load_data(path: str | Path) -> dict:
 
 # ----------------------------------------------------------------------------------------------
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m rltutor.experiments.explorer_data",
-                                description="Precompute the static variance-vs-horizon explorer's data.")
+    p = argparse.ArgumentParser(
+        prog="python -m rltutor.experiments.explorer_data",
+        description="Precompute the static variance-vs-horizon explorer's data.",
+    )
     p.add_argument("--scale", choices=("quick", "full"), default=None, help="grid size (default: RLTUTOR_QUICK)")
     p.add_argument("--out", default="notebooks/data/horizon/explorer.json", help="data file to write")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: leave the other cores free)")

@@ -24,15 +24,29 @@ SWEEP_DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "horiz
 """Where ``python -m rltutor.experiments.sweep --scale full`` results are kept in the repository."""
 
 
-def snr_vs_horizon(task: str = "corridor", scale: str | None = None, seed: int = 0,
-                   horizons=(1, 2, 4, 8, 16, 32, 64, 128, 256), G: int = 8, n_groups: int = 4,
-                   critic_noise: float = 1.0) -> pd.DataFrame:
+def snr_vs_horizon(
+    task: str = "corridor",
+    scale: str | None = None,
+    seed: int = 0,
+    horizons=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+    G: int = 8,
+    n_groups: int = 4,
+    critic_noise: float = 1.0,
+) -> pd.DataFrame:
     """Measured metrics (lambda = 0, gamma = 1) at each horizon, one row per (T, estimator), plus a
     ``snr_theory`` column for the estimators with a closed form (rloo, gae, gae_critic; NaN otherwise)."""
     n_batches = 64 if resolve_scale(scale) == "quick" else 512
-    df = an.horizon_curve(horizons, task, G=G, n_groups=n_groups, lam=0.0, critic_noise=critic_noise,
-                          n_batches=n_batches, seed=seed,
-                          estimators=("reinforce", "grpo", "rloo", "gae", "gae_critic"))
+    df = an.horizon_curve(
+        horizons,
+        task,
+        G=G,
+        n_groups=n_groups,
+        lam=0.0,
+        critic_noise=critic_noise,
+        n_batches=n_batches,
+        seed=seed,
+        estimators=("reinforce", "grpo", "rloo", "gae", "gae_critic"),
+    )
     B = G * n_groups
 
     def theory(row):
@@ -51,8 +65,9 @@ def snr_vs_horizon(task: str = "corridor", scale: str | None = None, seed: int =
     return df
 
 
-def long_horizon_results(scale: str | None = None, data: str | Path | None = None, executor: str = "serial",
-                         workers: int | None = None):
+def long_horizon_results(
+    scale: str | None = None, data: str | Path | None = None, executor: str = "serial", workers: int | None = None
+):
     """``(curves, finals, meta)`` of the GRPO-vs-PPO sweep.
 
     With ``data`` (a folder written by ``python -m rltutor.experiments.sweep``), read it; otherwise run the sweep
@@ -62,5 +77,8 @@ def long_horizon_results(scale: str | None = None, data: str | Path | None = Non
         return sweep.load_outputs(data)
     scale = resolve_scale(scale)
     curves, finals = sweep.run_sweep(scale, executor=executor, workers=workers)
-    return curves, finals, {"command": f"rltutor.experiments.horizon.long_horizon_results(scale={scale!r})",
-                            "scale": scale}
+    return (
+        curves,
+        finals,
+        {"command": f"rltutor.experiments.horizon.long_horizon_results(scale={scale!r})", "scale": scale},
+    )

@@ -30,8 +30,19 @@ from rltutor.rollout.tokens import LMCollector
 from rltutor.train import Trainer
 from rltutor.utils import get_device, resolve_scale
 
-__all__ = ["lm_config", "run_lm", "short_task", "horizon", "length_bias", "clip_higher",
-           "family", "aggregation_weights", "critic_overhead", "dynamic_sampling"]
+__all__ = [
+    "lm_config",
+    "run_lm",
+    "short_task",
+    "horizon",
+    "length_bias",
+    "clip_higher",
+    "family",
+    "aggregation_weights",
+    "critic_overhead",
+    "dynamic_sampling",
+]
+
 
 def make_env_task(config):
     """The token task a config trains on (the registry's object, built from ``config.env_options``)."""
@@ -40,8 +51,14 @@ def make_env_task(config):
     return make_env(config.env, seed=config.seed, **config.env_options)
 
 
-def lm_config(algo: str, task: str = "addition", scale: str | None = None, seed: int = 0,
-              task_options: dict | None = None, **overrides):
+def lm_config(
+    algo: str,
+    task: str = "addition",
+    scale: str | None = None,
+    seed: int = 0,
+    task_options: dict | None = None,
+    **overrides,
+):
     """A trainer :class:`~rltutor.config.Config` for ``algo`` on a token task at this scale."""
     return make_config(algo, **lm_settings(algo, task, scale, seed, task_options, **overrides))
 
@@ -59,16 +76,28 @@ def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:
     t0 = time.perf_counter()
     for _ in range(steps):
         row = trainer.step()  # the trainer's metrics and the collector's (accuracy, draws...)
-        rows.append({"algo": label or config.algo, "update": row["update"], "seed": config.seed,
-                     "reward": row["score"], "accuracy": row["accuracy"],
-                     "response_length": row["response_length"], "wrong_length": row["wrong_length"],
-                     "truncated": row["truncated"], "entropy": row["sample_entropy"],
-                     # an update that dynamic sampling left without rows has no loss statistics
-                     **{k: row.get(k, float("nan")) for k in ("clip_frac", "approx_kl", "zero_std_frac",
-                                                              "explained_variance", "grad_norm")},
-                     "rows": row["rows"], "draws": row["draws"],
-                     "time_s": time.perf_counter() - t0,
-                     **cost})
+        rows.append(
+            {
+                "algo": label or config.algo,
+                "update": row["update"],
+                "seed": config.seed,
+                "reward": row["score"],
+                "accuracy": row["accuracy"],
+                "response_length": row["response_length"],
+                "wrong_length": row["wrong_length"],
+                "truncated": row["truncated"],
+                "entropy": row["sample_entropy"],
+                # an update that dynamic sampling left without rows has no loss statistics
+                **{
+                    k: row.get(k, float("nan"))
+                    for k in ("clip_frac", "approx_kl", "zero_std_frac", "explained_variance", "grad_norm")
+                },
+                "rows": row["rows"],
+                "draws": row["draws"],
+                "time_s": time.perf_counter() - t0,
+                **cost,
+            }
+        )
     df = pd.DataFrame(rows)
     df["peak_cuda_mb"] = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
     return df
@@ -80,11 +109,20 @@ def _summary(curves: pd.DataFrame, last: int = 10) -> pd.DataFrame:
     for algo, d in curves.groupby("algo", sort=False):
         d = d.sort_values("update")
         first = d[d["update"] <= 3]  # the first three updates: the warm-started policy
-        out.append({"algo": algo, "reward_start": first.reward.mean(), "reward_end": d.reward.tail(last).mean(),
-                    "entropy_end": d.entropy.tail(last).mean(), "clip_frac": d.clip_frac.mean(),
-                    "s_per_update": d.time_s.iloc[-1] / len(d), "actor_params": d.actor_params.iloc[0],
-                    "critic_params": d.critic_params.iloc[0], "train_state_mb": d.train_state_bytes.iloc[0] / 2**20,
-                    "peak_cuda_mb": d.peak_cuda_mb.iloc[0]})
+        out.append(
+            {
+                "algo": algo,
+                "reward_start": first.reward.mean(),
+                "reward_end": d.reward.tail(last).mean(),
+                "entropy_end": d.entropy.tail(last).mean(),
+                "clip_frac": d.clip_frac.mean(),
+                "s_per_update": d.time_s.iloc[-1] / len(d),
+                "actor_params": d.actor_params.iloc[0],
+                "critic_params": d.critic_params.iloc[0],
+                "train_state_mb": d.train_state_bytes.iloc[0] / 2**20,
+                "peak_cuda_mb": d.peak_cuda_mb.iloc[0],
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -97,10 +135,18 @@ def short_task(scale: str | None = None, seed: int = 0):
     sc = resolve_scale(scale)
     steps = LM_SCALES[sc]["steps"]
     task_options = dict(max_operand=19) if sc == "quick" else dict(max_operand=49)
-    runs = [("grpo", "GRPO", {}), ("ppo", "PPO (value head)", dict(critic_kind="head")),
-            ("ppo", "PPO (separate critic)", dict(critic_kind="separate"))]
-    curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=task_options, **o), steps, label)
-                        for a, label, o in runs], ignore_index=True)
+    runs = [
+        ("grpo", "GRPO", {}),
+        ("ppo", "PPO (value head)", dict(critic_kind="head")),
+        ("ppo", "PPO (separate critic)", dict(critic_kind="separate")),
+    ]
+    curves = pd.concat(
+        [
+            run_lm(lm_config(a, "addition", sc, seed, task_options=task_options, **o), steps, label)
+            for a, label, o in runs
+        ],
+        ignore_index=True,
+    )
     return curves, _summary(curves)
 
 
@@ -117,7 +163,8 @@ def critic_overhead(scale: str | None = None, seed: int = 0, repeats: int = 15) 
     task = make_env_task(cfg)
     policies = {kind: LMPolicy(warm_start(cfg, task), critic_kind=kind) for kind in CRITICS}
     batch, _ = LMCollector(task, s["num_groups"], s["group_size"]).collect(
-        policies["none"], torch.Generator().manual_seed(seed))
+        policies["none"], torch.Generator().manual_seed(seed)
+    )
     m = batch["mask"]
     times: dict[str, list[float]] = {kind: [] for kind in CRITICS}
     for _ in range(repeats + 1):
@@ -133,9 +180,15 @@ def critic_overhead(scale: str | None = None, seed: int = 0, repeats: int = 15) 
     rows = []
     for kind, policy in policies.items():
         c = critic_cost(policy)
-        rows.append({"critic": kind, "actor_params": c["actor_params"], "critic_params": c["critic_params"],
-                     "train_state_mb": c["train_state_bytes"] / 2**20,
-                     "fwd_bwd_ms": 1000 * float(pd.Series(times[kind][1:]).median())})  # drop the warm-up turn
+        rows.append(
+            {
+                "critic": kind,
+                "actor_params": c["actor_params"],
+                "critic_params": c["critic_params"],
+                "train_state_mb": c["train_state_bytes"] / 2**20,
+                "fwd_bwd_ms": 1000 * float(pd.Series(times[kind][1:]).median()),
+            }
+        )  # drop the warm-up turn
     df = pd.DataFrame(rows)
     df["time_vs_none"] = df.fwd_bwd_ms / df.fwd_bwd_ms.iloc[0]
     return df
@@ -152,8 +205,10 @@ def horizon(scale: str | None = None, seed: int = 0, lengths=None):
     sft_steps = {"quick": 60, "full": 120}[sc]
     curves, summary = [], []
     for L in lengths:
-        runs = [run_lm(lm_config(a, "sequence", sc, seed, task_options=dict(L=L), sft_steps=sft_steps), steps, label)
-                for a, label in (("grpo", "GRPO"), ("ppo", "PPO"))]
+        runs = [
+            run_lm(lm_config(a, "sequence", sc, seed, task_options=dict(L=L), sft_steps=sft_steps), steps, label)
+            for a, label in (("grpo", "GRPO"), ("ppo", "PPO"))
+        ]
         c = pd.concat(runs, ignore_index=True).assign(L=L)
         curves.append(c)
         summary.append(_summary(c).assign(L=L))
@@ -195,9 +250,13 @@ def length_bias(scale: str | None = None, seed: int = 0):
     steps = {"quick": 40, "full": 300}[sc]
     opts = dict(max_operand=19, max_new_tokens=16)
     sft_steps = {"quick": 60, "full": 100}[sc]
-    return pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=opts, sft_steps=sft_steps, lr=1e-3),
-                             steps, label) for a, label in (("grpo", "GRPO"), ("dr_grpo", "Dr.GRPO"))],
-                     ignore_index=True)
+    return pd.concat(
+        [
+            run_lm(lm_config(a, "addition", sc, seed, task_options=opts, sft_steps=sft_steps, lr=1e-3), steps, label)
+            for a, label in (("grpo", "GRPO"), ("dr_grpo", "Dr.GRPO"))
+        ],
+        ignore_index=True,
+    )
 
 
 def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28)):
@@ -209,13 +268,30 @@ def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28))
     """
     sc = resolve_scale(scale)
     steps = {"quick": 40, "full": 300}[sc]
-    runs = [run_lm(lm_config("grpo", "addition", sc, seed, task_options=dict(max_operand=19), clip_high=ch,
-                             epochs=4, lr=1e-4, agg="token-mean"), steps, f"eps_high={ch}") for ch in clip_highs]
+    runs = [
+        run_lm(
+            lm_config(
+                "grpo",
+                "addition",
+                sc,
+                seed,
+                task_options=dict(max_operand=19),
+                clip_high=ch,
+                epochs=4,
+                lr=1e-4,
+                agg="token-mean",
+            ),
+            steps,
+            f"eps_high={ch}",
+        )
+        for ch in clip_highs
+    ]
     return pd.concat(runs, ignore_index=True)
 
 
-def dynamic_sampling(scale: str | None = None, seed: int = 0, max_draws=(1, 4), batches: int = 8,
-                     task_options: dict | None = None) -> pd.DataFrame:
+def dynamic_sampling(
+    scale: str | None = None, seed: int = 0, max_draws=(1, 4), batches: int = 8, task_options: dict | None = None
+) -> pd.DataFrame:
     """DAPO's dynamic sampling, with and without refilling: what a batch holds and what it costs.
 
     From the warm-started addition policy, collect ``batches`` batches with each ``max_draws``
@@ -239,9 +315,15 @@ def dynamic_sampling(scale: str | None = None, seed: int = 0, max_draws=(1, 4), 
         for _ in range(batches):
             batch, info = col.collect(policy, gen)
             dead = dead_groups(batch["rewards"].sum(1), batch["group_ids"])[0]  # (groups in the batch,)
-            rec.append({"draws": info["metrics"]["draws"], "live_groups": int((~dead).sum()),
-                        "dead_groups": int(dead.sum()), "completions_sampled": len(info["episode_returns"]),
-                        "sample_s": info["metrics"]["sample_time"]})
+            rec.append(
+                {
+                    "draws": info["metrics"]["draws"],
+                    "live_groups": int((~dead).sum()),
+                    "dead_groups": int(dead.sum()),
+                    "completions_sampled": len(info["episode_returns"]),
+                    "sample_s": info["metrics"]["sample_time"],
+                }
+            )
         rows.append({"max_draws": draws, "groups_asked": s["num_groups"], **pd.DataFrame(rec).mean().to_dict()})
     return pd.DataFrame(rows)
 
@@ -251,8 +333,10 @@ def family(scale: str | None = None, seed: int = 0, algos=None):
     sc = resolve_scale(scale)
     algos = list(algos or LM_ALGOS)
     steps = {"quick": 25, "full": 300}[sc]
-    curves = pd.concat([run_lm(lm_config(a, "addition", sc, seed, task_options=dict(max_operand=19)), steps)
-                        for a in algos], ignore_index=True)
+    curves = pd.concat(
+        [run_lm(lm_config(a, "addition", sc, seed, task_options=dict(max_operand=19)), steps) for a in algos],
+        ignore_index=True,
+    )
     return curves, _summary(curves)
 
 

@@ -51,9 +51,21 @@ import pandas as pd
 
 from rltutor.utils import resolve_scale, t_quantile
 
-__all__ = ["Run", "SweepScale", "SCALES", "plan", "run_one", "run_sweep", "curves_on_grid", "results_table",
-           "verdicts",
-           "write_outputs", "load_outputs", "main", "EXECUTORS"]
+__all__ = [
+    "Run",
+    "SweepScale",
+    "SCALES",
+    "plan",
+    "run_one",
+    "run_sweep",
+    "curves_on_grid",
+    "results_table",
+    "verdicts",
+    "write_outputs",
+    "load_outputs",
+    "main",
+    "EXECUTORS",
+]
 
 EXECUTORS = ("process", "ray", "serial")
 OPTIMAL = {"corridor": 1.0, "CartPole-v1": 500.0}  # best possible episode return, to normalize
@@ -81,10 +93,24 @@ class SweepScale:
 
 
 SCALES = {
-    "quick": SweepScale(horizons=(5, 20), seeds=2, steps_corridor=1500, steps_cartpole=1500, group_sizes=(4,),
-                        gammas=(0.9,), ablation_seeds=2),
-    "full": SweepScale(horizons=(5, 20, 80), seeds=5, steps_corridor=30_000, steps_cartpole=30_000,
-                       group_sizes=(4, 16), gammas=(0.9, 1.0), ablation_seeds=3),
+    "quick": SweepScale(
+        horizons=(5, 20),
+        seeds=2,
+        steps_corridor=1500,
+        steps_cartpole=1500,
+        group_sizes=(4,),
+        gammas=(0.9,),
+        ablation_seeds=2,
+    ),
+    "full": SweepScale(
+        horizons=(5, 20, 80),
+        seeds=5,
+        steps_corridor=30_000,
+        steps_cartpole=30_000,
+        group_sizes=(4, 16),
+        gammas=(0.9, 1.0),
+        ablation_seeds=3,
+    ),
 }
 
 
@@ -122,11 +148,33 @@ def plan(scale: str | SweepScale = "quick") -> list[Run]:
     T = max(s.horizons)
     for seed in range(1, s.ablation_seeds + 1):
         for G in s.group_sizes:
-            runs.append(Run("group_size", f"corridor T={T}", "corridor", "grpo", seed, s.steps_corridor,
-                            variant=f"G={G}", horizon=T, overrides={"group_size": G, "num_groups": 32 // G}))
+            runs.append(
+                Run(
+                    "group_size",
+                    f"corridor T={T}",
+                    "corridor",
+                    "grpo",
+                    seed,
+                    s.steps_corridor,
+                    variant=f"G={G}",
+                    horizon=T,
+                    overrides={"group_size": G, "num_groups": 32 // G},
+                )
+            )
         for g in s.gammas:
-            runs.append(Run("gamma", f"corridor T={T}", "corridor", "ppo", seed, s.steps_corridor,
-                            variant=f"gamma={g}", horizon=T, overrides={"gamma": g}))
+            runs.append(
+                Run(
+                    "gamma",
+                    f"corridor T={T}",
+                    "corridor",
+                    "ppo",
+                    seed,
+                    s.steps_corridor,
+                    variant=f"gamma={g}",
+                    horizon=T,
+                    overrides={"gamma": g},
+                )
+            )
     return runs
 
 
@@ -136,8 +184,15 @@ def run_one(run: Run, max_points: int = 60) -> dict:
     from rltutor.train import Trainer
 
     opts = {"horizon": run.horizon} if run.horizon is not None else {}
-    cfg = make_config(run.algo, env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps,
-                      torch_threads=1, **run.overrides)
+    cfg = make_config(
+        run.algo,
+        env=run.env,
+        env_options=opts,
+        seed=run.seed,
+        total_steps=run.total_steps,
+        torch_threads=1,
+        **run.overrides,
+    )
     t0 = time.perf_counter()
     trainer = Trainer(cfg)
     trainer.train(progress=False)
@@ -209,14 +264,20 @@ def _run_all(runs: list[Run], executor: str, workers: int | None, log: Path | No
     return [done[_key(i)] for i in infos]
 
 
-def run_sweep(scale: str | SweepScale | None = None, executor: str = "process", workers: int | None = None,
-              runs: list[Run] | None = None, log: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_sweep(
+    scale: str | SweepScale | None = None,
+    executor: str = "process",
+    workers: int | None = None,
+    runs: list[Run] | None = None,
+    log: str | Path | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every run of the plan; return ``(curves, finals)`` DataFrames (one row per point / per run).
 
     ``log``: a JSON-lines file of finished runs (appended to as runs finish; runs found there are not rerun).
     """
-    results = _run_all(runs if runs is not None else plan(scale), executor, workers,
-                       Path(log) if log is not None else None)
+    results = _run_all(
+        runs if runs is not None else plan(scale), executor, workers, Path(log) if log is not None else None
+    )
     curves, finals = [], []
     for res in results:
         r = res["run"]
@@ -242,8 +303,9 @@ def curves_on_grid(curves: pd.DataFrame) -> pd.DataFrame:
         for _, r in d.groupby("seed"):
             r = r.set_index("env_steps").reindex(grid)
             r[["episode_return", "return_norm"]] = r[["episode_return", "return_norm"]].ffill()
-            r = r.ffill().bfill().assign(
-                episode_return=r["episode_return"], return_norm=r["return_norm"])  # ids filled, values not
+            r = (
+                r.ffill().bfill().assign(episode_return=r["episode_return"], return_norm=r["return_norm"])
+            )  # ids filled, values not
             out.append(r.dropna(subset=["return_norm"]).reset_index())
     on = pd.concat(out, ignore_index=True)
     on["seed"] = on["seed"].astype(int)
@@ -264,9 +326,18 @@ def results_table(finals: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
         n = len(x)
         half = t_quantile(n, level) * x.std(ddof=1) / math.sqrt(n) if n > 1 else float("nan")
         lo, hi = x.mean() - half, x.mean() + half
-        rows.append({**dict(zip(keys, k, strict=True)), "mean": x.mean(), "ci_lo": max(0.0, lo),
-                     "ci_hi": min(1.0, hi), "ci_cut": bool(lo < 0 or hi > 1),
-                     "std": x.std(ddof=1) if n > 1 else float("nan"), "seeds": n, "raw_mean": d["final"].mean()})
+        rows.append(
+            {
+                **dict(zip(keys, k, strict=True)),
+                "mean": x.mean(),
+                "ci_lo": max(0.0, lo),
+                "ci_hi": min(1.0, hi),
+                "ci_cut": bool(lo < 0 or hi > 1),
+                "std": x.std(ddof=1) if n > 1 else float("nan"),
+                "seeds": n,
+                "raw_mean": d["final"].mean(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -286,29 +357,47 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
     main = finals[finals["study"] == "main"]
 
     def scores(task, algo, study="main", variant="default"):
-        d = finals[(finals["study"] == study) & (finals["task"] == task) & (finals["algo"] == algo)
-                   & (finals["variant"] == variant)]
+        d = finals[
+            (finals["study"] == study)
+            & (finals["task"] == task)
+            & (finals["algo"] == algo)
+            & (finals["variant"] == variant)
+        ]
         return d["final_norm"].to_numpy()
 
     if "CartPole-v1" in set(main["task"]):
         a, b = scores("CartPole-v1", "ppo"), scores("CartPole-v1", "grpo")
         t = _welch_t(a, b)
-        out.append({"claim": "short task with early termination (CartPole): GRPO and PPO roughly tied",
-                    "reproduced": bool(abs(t) < 2), "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f} "
-                    f"(fraction of the optimum), Welch t = {t:.2f}"})
+        out.append(
+            {
+                "claim": "short task with early termination (CartPole): GRPO and PPO roughly tied",
+                "reproduced": bool(abs(t) < 2),
+                "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f} (fraction of the optimum), Welch t = {t:.2f}",
+            }
+        )
     hs = sorted(main["horizon"].dropna().unique())
     if hs:
         Tmax, Tmin = int(hs[-1]), int(hs[0])
         a, b = scores(f"corridor T={Tmax}", "ppo"), scores(f"corridor T={Tmax}", "grpo")
         t = _welch_t(a, b)
-        out.append({"claim": f"long task without early termination (corridor T={Tmax}): PPO ahead of GRPO",
-                    "reproduced": bool(t > 2), "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f}, "
-                    f"Welch t = {t:.2f}"})
-        gaps = {T: scores(f"corridor T={int(T)}", "ppo").mean() - scores(f"corridor T={int(T)}", "grpo").mean()
-                for T in hs}
-        out.append({"claim": "PPO's lead over GRPO grows with the horizon",
-                    "reproduced": bool(gaps[Tmax] > gaps[Tmin]),
-                    "evidence": ", ".join(f"T={int(T)}: {g:+.3f}" for T, g in gaps.items())})
+        out.append(
+            {
+                "claim": f"long task without early termination (corridor T={Tmax}): PPO ahead of GRPO",
+                "reproduced": bool(t > 2),
+                "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f}, Welch t = {t:.2f}",
+            }
+        )
+        gaps = {
+            T: scores(f"corridor T={int(T)}", "ppo").mean() - scores(f"corridor T={int(T)}", "grpo").mean() for T in hs
+        }
+        out.append(
+            {
+                "claim": "PPO's lead over GRPO grows with the horizon",
+                "reproduced": bool(gaps[Tmax] > gaps[Tmin]),
+                "evidence": ", ".join(f"T={int(T)}: {g:+.3f}" for T, g in gaps.items()),
+            }
+        )
+
     def ablation(study, cast, algo, main_value):
         """Final scores by the value an ablation study varies, the main run's own value added."""
         d = finals[finals["study"] == study]
@@ -324,29 +413,41 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
     if by_G:
         Gs = sorted(by_G)
         t = _welch_t(by_G[Gs[0]], by_G[Gs[-1]])
-        out.append({"claim": "smaller groups do better (GRPO, same-seed groups, episodes per update fixed; "
-                             "an analogue of the paper's batch-grouping finding, not its experiment)",
-                    "reproduced": bool(t > 2),
-                    "evidence": ", ".join(f"G={G}: {by_G[G].mean():.3f}" for G in Gs)
-                    + f"; Welch t (G={Gs[0]} vs G={Gs[-1]}) = {t:.2f}"})
+        out.append(
+            {
+                "claim": "smaller groups do better (GRPO, same-seed groups, episodes per update fixed; "
+                "an analogue of the paper's batch-grouping finding, not its experiment)",
+                "reproduced": bool(t > 2),
+                "evidence": ", ".join(f"G={G}: {by_G[G].mean():.3f}" for G in Gs)
+                + f"; Welch t (G={Gs[0]} vs G={Gs[-1]}) = {t:.2f}",
+            }
+        )
     by_g = ablation("gamma", float, "ppo", 0.99)
     if by_g:
         low = min(by_g)
         t = min(_welch_t(by_g[low], by_g[g]) for g in by_g if g != low)
-        out.append({"claim": f"PPO analogue of the paper's discount finding: without early termination a "
-                             f"moderate discount (gamma = {low}) is best",
-                    "reproduced": bool(t > 2),
-                    "evidence": ", ".join(f"gamma={g}: {by_g[g].mean():.3f}" for g in sorted(by_g))
-                    + f"; smallest Welch t (gamma={low} vs the others) = {t:.2f}"})
+        out.append(
+            {
+                "claim": f"PPO analogue of the paper's discount finding: without early termination a "
+                f"moderate discount (gamma = {low}) is best",
+                "reproduced": bool(t > 2),
+                "evidence": ", ".join(f"gamma={g}: {by_g[g].mean():.3f}" for g in sorted(by_g))
+                + f"; smallest Welch t (gamma={low} vs the others) = {t:.2f}",
+            }
+        )
     return out
 
 
 def _markdown(table: pd.DataFrame) -> str:
-    lines = ["| study | task | algorithm | variant | final return (fraction of optimum) | 95% CI | seeds |",
-             "|---|---|---|---|---:|---|---:|"]
+    lines = [
+        "| study | task | algorithm | variant | final return (fraction of optimum) | 95% CI | seeds |",
+        "|---|---|---|---|---:|---|---:|",
+    ]
     for _, r in table.iterrows():
-        lines.append(f"| {r['study']} | {r['task']} | {r['algo']} | {r['variant']} | {r['mean']:.3f} | "
-                     f"[{r['ci_lo']:.3f}, {r['ci_hi']:.3f}] | {r['seeds']} |")
+        lines.append(
+            f"| {r['study']} | {r['task']} | {r['algo']} | {r['variant']} | {r['mean']:.3f} | "
+            f"[{r['ci_lo']:.3f}, {r['ci_hi']:.3f}] | {r['seeds']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -365,16 +466,23 @@ def write_outputs(out: str | Path, curves: pd.DataFrame, finals: pd.DataFrame, m
 def load_outputs(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Read ``(curves, finals, meta)`` written by :func:`write_outputs`."""
     path = Path(path)
-    return pd.read_csv(path / "curves.csv"), pd.read_csv(path / "finals.csv"), json.loads(
-        (path / "meta.json").read_text())
+    return (
+        pd.read_csv(path / "curves.csv"),
+        pd.read_csv(path / "finals.csv"),
+        json.loads((path / "meta.json").read_text()),
+    )
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m rltutor.experiments.sweep", description=__doc__.splitlines()[0])
     p.add_argument("--scale", choices=("quick", "full"), default=None, help="sweep size (default: RLTUTOR_QUICK)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--executor", choices=EXECUTORS, default="process",
-                   help="process pool (default), a Ray cluster, or serial in this process")
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="process",
+        help="process pool (default), a Ray cluster, or serial in this process",
+    )
     p.add_argument("--workers", type=int, default=None, help="processes for --executor process (default: all CPUs)")
     a = p.parse_args(argv)
     scale = resolve_scale(a.scale)
@@ -390,13 +498,20 @@ def main(argv=None) -> None:
     old = Path(a.out) / "meta.json"
     old = json.loads(old.read_text()) if old.exists() and n_logged else {}
     first_wall = old.get("first_call_wall_seconds", old.get("wall_seconds"))
-    meta = {"command": "python -m rltutor.experiments.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "scale": scale, "plan": asdict(SCALES[scale]), "runs": len(runs),
-            "wall_seconds_this_call": round(time.perf_counter() - t0, 1),
-            "first_call_wall_seconds": first_wall if first_wall is not None else round(time.perf_counter() - t0, 1),
-            "runs_already_in_log": n_logged, "cpu_seconds": round(float(finals["seconds"].sum()), 1),
-            "python": sys.version.split()[0], "torch": torch.__version__, "machine": platform.machine(),
-            "cpus": os.cpu_count()}
+    meta = {
+        "command": "python -m rltutor.experiments.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "scale": scale,
+        "plan": asdict(SCALES[scale]),
+        "runs": len(runs),
+        "wall_seconds_this_call": round(time.perf_counter() - t0, 1),
+        "first_call_wall_seconds": first_wall if first_wall is not None else round(time.perf_counter() - t0, 1),
+        "runs_already_in_log": n_logged,
+        "cpu_seconds": round(float(finals["seconds"].sum()), 1),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
     out = write_outputs(a.out, curves, finals, meta)
     print((out / "table.md").read_text())
     for v in verdicts(finals):

@@ -225,8 +225,9 @@ class Rollouts:
         return tuple(self.good.shape)
 
 
-def sample_rollouts(task: ChainTask, n_batches: int, batch_size: int, seed: int = 0,
-                    dtype=torch.float32, critic_draws: bool = True) -> Rollouts:
+def sample_rollouts(
+    task: ChainTask, n_batches: int, batch_size: int, seed: int = 0, dtype=torch.float32, critic_draws: bool = True
+) -> Rollouts:
     """Sample ``n_batches`` independent batches of ``batch_size`` trajectories: (M, B, T) tensors.
 
     Actions, reward noise and critic errors come from three generators seeded from ``seed``, so the
@@ -333,19 +334,28 @@ class EstimatorSpec:
     """display name (defaults to ``name``)"""
 
     def __post_init__(self):
-        check_params(name=self.name, G=self.G, gamma=self.gamma, lam=self.lam,
-                     critic_noise=self.critic_noise)
+        check_params(name=self.name, G=self.G, gamma=self.gamma, lam=self.lam, critic_noise=self.critic_noise)
 
 
-def check_params(*, name: str | None = None, G: int | None = None, gamma: float | None = None,
-                 lam: float | None = None, critic_noise: float | None = None, noise: float | None = None,
-                 T: int | None = None, batch_size: int | None = None) -> None:
+def check_params(
+    *,
+    name: str | None = None,
+    G: int | None = None,
+    gamma: float | None = None,
+    lam: float | None = None,
+    critic_noise: float | None = None,
+    noise: float | None = None,
+    T: int | None = None,
+    batch_size: int | None = None,
+) -> None:
     """Refuse bad slider values with a ValueError that names the value and the fix."""
     if name is not None and name not in ESTIMATOR_NAMES:
         raise ValueError(f"unknown estimator {name!r}; valid: {', '.join(ESTIMATOR_NAMES)}")
     if G is not None and (not isinstance(G, int | np.integer) or G < 2) and (name is None or name in GROUP_NAMES):
-        raise ValueError(f"group size G must be an integer >= 2 for a group baseline, got G={G!r}; "
-                         "a group of one has no baseline to compare with: use G=2 or more")
+        raise ValueError(
+            f"group size G must be an integer >= 2 for a group baseline, got G={G!r}; "
+            "a group of one has no baseline to compare with: use G=2 or more"
+        )
     if gamma is not None and not (0.0 <= float(gamma) <= 1.0):
         raise ValueError(f"gamma must be in [0, 1], got gamma={gamma!r}; use e.g. gamma=1.0 (no discount)")
     if lam is not None and not (0.0 <= float(lam) <= 1.0):
@@ -356,8 +366,10 @@ def check_params(*, name: str | None = None, G: int | None = None, gamma: float 
     if T is not None and (not isinstance(T, int | np.integer) or T < 1):
         raise ValueError(f"horizon T must be an integer >= 1, got T={T!r}")
     if batch_size is not None and G is not None and name in GROUP_NAMES and batch_size % G:
-        raise ValueError(f"batch size {batch_size} is not a multiple of the group size G={G}; "
-                         "pick G dividing the batch (or n_groups * G trajectories)")
+        raise ValueError(
+            f"batch size {batch_size} is not a multiple of the group size G={G}; "
+            "pick G dividing the batch (or n_groups * G trajectories)"
+        )
 
 
 def discount_matrix(T: int, c: float, dtype=torch.float32) -> torch.Tensor:
@@ -395,8 +407,13 @@ def reverse_discounted_sum(x: torch.Tensor, c: float, block: int = 32) -> torch.
     return out.reshape(N, nb * L)[:, :T]
 
 
-def estimator_advantages(spec: EstimatorSpec, roll: Rollouts, rewards: torch.Tensor,
-                         values: dict[float, torch.Tensor] | None = None, fast: bool = True) -> torch.Tensor:
+def estimator_advantages(
+    spec: EstimatorSpec,
+    roll: Rollouts,
+    rewards: torch.Tensor,
+    values: dict[float, torch.Tensor] | None = None,
+    fast: bool = True,
+) -> torch.Tensor:
     """Advantages A of shape (M, B, T) for one estimator.
 
     ``fast=False`` calls :mod:`rltutor.advantages` (``discounted_returns``, ``gae``,
@@ -416,8 +433,9 @@ def estimator_advantages(spec: EstimatorSpec, roll: Rollouts, rewards: torch.Ten
             adv = discounted_returns(r, mask, spec.gamma)
     elif spec.name in GROUP_NAMES:
         if B % spec.G:
-            raise ValueError(f"batch size {B} is not a multiple of the group size G={spec.G}; "
-                             "pick G dividing the batch")
+            raise ValueError(
+                f"batch size {B} is not a multiple of the group size G={spec.G}; pick G dividing the batch"
+            )
         scores = r.sum(dim=1)  # R_i: the row's undiscounted return, (M*B,)
         group_ids = torch.arange(M * B) // spec.G  # consecutive rows form a group
         a = group_advantages(scores, group_ids, method=spec.name, eps=spec.eps)  # (M*B,)
@@ -432,8 +450,9 @@ def estimator_advantages(spec: EstimatorSpec, roll: Rollouts, rewards: torch.Ten
         v = values[spec.gamma].reshape(M * B, T)
         if spec.name == "gae_critic" and spec.critic_noise > 0:
             if roll.xi is None:
-                raise ValueError("these rollouts were sampled without critic draws; "
-                                 "call sample_rollouts(..., critic_draws=True)")
+                raise ValueError(
+                    "these rollouts were sampled without critic draws; call sample_rollouts(..., critic_draws=True)"
+                )
             v = v + spec.critic_noise * reward_unit(roll.task) * roll.xi.reshape(M * B, T)  # V_hat
         if fast:
             v_next = torch.cat([v[:, 1:], torch.zeros_like(v[:, :1])], dim=1)  # V(s_{t+1}), 0 after the end
@@ -498,9 +517,18 @@ def summarize(g: torch.Tensor, grad_true: torch.Tensor) -> dict[str, float]:
 # ----------------------------------------------------------------------------------------------
 
 
-def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size: int = 32,
-                  n_batches: int = 128, seed: int = 0, dtype=torch.float32,
-                  return_gradients: bool = False, fast: bool = True, critic_draws: bool | None = None):
+def measure_specs(
+    task: ChainTask,
+    specs: Sequence[EstimatorSpec],
+    *,
+    batch_size: int = 32,
+    n_batches: int = 128,
+    seed: int = 0,
+    dtype=torch.float32,
+    return_gradients: bool = False,
+    fast: bool = True,
+    critic_draws: bool | None = None,
+):
     """Measure several estimators on the SAME sampled trajectories (common random numbers).
 
     ``critic_draws`` (default: only if an estimator needs them) samples the critic-error draws too;
@@ -512,8 +540,11 @@ def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size
     for s in specs:
         if s.name in GROUP_NAMES:
             check_params(name=s.name, G=s.G, batch_size=batch_size)
-    need_xi = any(s.name == "gae_critic" and s.critic_noise > 0 for s in specs) if critic_draws is None \
+    need_xi = (
+        any(s.name == "gae_critic" and s.critic_noise > 0 for s in specs)
+        if critic_draws is None
         else bool(critic_draws)
+    )
     roll = _cached_rollouts(task, int(n_batches), int(batch_size), int(seed), dtype, need_xi)
     r = task_rewards(roll)
     gt = true_gradient(task)
@@ -521,9 +552,18 @@ def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size
     rows, grads = [], []
     for s in specs:
         g = batch_gradients(roll, estimator_advantages(s, roll, r, values, fast=fast))
-        row = {"estimator": s.label or s.name, **{k: v for k, v in asdict(s).items() if k != "label"},
-               "T": task.T, "reward": task.reward, "K": task.K, "p": task.p_good, "noise": task.noise,
-               "batch_size": batch_size, "n_batches": n_batches, **summarize(g, gt)}
+        row = {
+            "estimator": s.label or s.name,
+            **{k: v for k, v in asdict(s).items() if k != "label"},
+            "T": task.T,
+            "reward": task.reward,
+            "K": task.K,
+            "p": task.p_good,
+            "noise": task.noise,
+            "batch_size": batch_size,
+            "n_batches": n_batches,
+            **summarize(g, gt),
+        }
         row["name"] = s.name
         rows.append(row)
         if return_gradients:
@@ -533,8 +573,14 @@ def measure_specs(task: ChainTask, specs: Sequence[EstimatorSpec], *, batch_size
 
 def relevant_spec(spec: EstimatorSpec) -> EstimatorSpec:
     """The spec with the knobs its estimator ignores set to defaults (so equal results get equal keys)."""
-    keep = {"reinforce": ("gamma",), "grpo": ("G", "eps"), "dr_grpo": ("G",), "rloo": ("G",),
-            "gae": ("gamma", "lam"), "gae_critic": ("gamma", "lam", "critic_noise")}[spec.name]
+    keep = {
+        "reinforce": ("gamma",),
+        "grpo": ("G", "eps"),
+        "dr_grpo": ("G",),
+        "rloo": ("G",),
+        "gae": ("gamma", "lam"),
+        "gae_critic": ("gamma", "lam", "critic_noise"),
+    }[spec.name]
     return EstimatorSpec(spec.name, **{k: getattr(spec, k) for k in keep})
 
 
@@ -553,9 +599,20 @@ def _specs(estimators: Iterable[str], G: int, gamma: float, lam: float, critic_n
     return [EstimatorSpec(name=e, G=G, gamma=gamma, lam=lam, critic_noise=critic_noise) for e in estimators]
 
 
-def measure(task: str | ChainTask = "corridor", *, T: int, G: int = 8, n_groups: int = 4,
-            gamma: float = 1.0, lam: float = 1.0, noise: float = 0.0, critic_noise: float = 0.5,
-            estimators: Sequence[str] = ESTIMATOR_NAMES, n_batches: int = 128, seed: int = 0) -> pd.DataFrame:
+def measure(
+    task: str | ChainTask = "corridor",
+    *,
+    T: int,
+    G: int = 8,
+    n_groups: int = 4,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    noise: float = 0.0,
+    critic_noise: float = 0.5,
+    estimators: Sequence[str] = ESTIMATOR_NAMES,
+    n_batches: int = 128,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One point of the explorer: every estimator at one setting of (T, G, gamma, lambda, noise).
 
     A batch is ``n_groups`` groups of ``G`` trajectories (B = n_groups * G) for every estimator, so
@@ -563,18 +620,44 @@ def measure(task: str | ChainTask = "corridor", *, T: int, G: int = 8, n_groups:
     """
     check_params(G=G, gamma=gamma, lam=lam, noise=noise, critic_noise=critic_noise, T=T)
     t = make_chain(task, T=T, noise=noise)
-    return pd.DataFrame(measure_specs(t, _specs(estimators, G, gamma, lam, critic_noise),
-                                      batch_size=n_groups * G, n_batches=n_batches, seed=seed))
+    return pd.DataFrame(
+        measure_specs(
+            t, _specs(estimators, G, gamma, lam, critic_noise), batch_size=n_groups * G, n_batches=n_batches, seed=seed
+        )
+    )
 
 
-def horizon_curve(horizons: Sequence[int], task: str | ChainTask = "corridor", *, G: int = 8,
-                  n_groups: int = 4, gamma: float = 1.0, lam: float = 1.0, noise: float = 0.0,
-                  critic_noise: float = 0.5, estimators: Sequence[str] = ESTIMATOR_NAMES,
-                  n_batches: int = 128, seed: int = 0) -> pd.DataFrame:
+def horizon_curve(
+    horizons: Sequence[int],
+    task: str | ChainTask = "corridor",
+    *,
+    G: int = 8,
+    n_groups: int = 4,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    noise: float = 0.0,
+    critic_noise: float = 0.5,
+    estimators: Sequence[str] = ESTIMATOR_NAMES,
+    n_batches: int = 128,
+    seed: int = 0,
+) -> pd.DataFrame:
     """:func:`measure` at each horizon T (seed offset by the position), concatenated."""
-    frames = [measure(task, T=int(T), G=G, n_groups=n_groups, gamma=gamma, lam=lam, noise=noise,
-                      critic_noise=critic_noise, estimators=estimators, n_batches=n_batches, seed=seed + i)
-              for i, T in enumerate(horizons)]
+    frames = [
+        measure(
+            task,
+            T=int(T),
+            G=G,
+            n_groups=n_groups,
+            gamma=gamma,
+            lam=lam,
+            noise=noise,
+            critic_noise=critic_noise,
+            estimators=estimators,
+            n_batches=n_batches,
+            seed=seed + i,
+        )
+        for i, T in enumerate(horizons)
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -583,8 +666,9 @@ def horizon_curve(horizons: Sequence[int], task: str | ChainTask = "corridor", *
 # ----------------------------------------------------------------------------------------------
 
 
-def snr_theory(task: ChainTask, estimator: str, *, batch_size: int = 32, G: int = 8,
-               critic_noise: float = 0.0) -> float:
+def snr_theory(
+    task: ChainTask, estimator: str, *, batch_size: int = 32, G: int = 8, critic_noise: float = 0.0
+) -> float:
     """Exact SNR of a batch gradient for ``"rloo"``, ``"ideal_baseline"`` (RLOO as G -> infinity:
     REINFORCE with the exact mean return as baseline) and ``"gae_td"`` (GAE with gamma = 1, lambda = 0
     and a critic V + critic_noise * u * xi; critic_noise = 0 is the true V). Rewards "dense"/"terminal".

@@ -51,8 +51,10 @@ class GPTConfig:
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"GPTConfig.{name} must be a positive integer, got {v!r}")
         if self.n_embd % self.n_head != 0:
-            raise ValueError(f"GPTConfig.n_embd={self.n_embd} must be divisible by n_head={self.n_head}; "
-                             f"pick e.g. n_embd={self.n_head * max(1, self.n_embd // self.n_head)}")
+            raise ValueError(
+                f"GPTConfig.n_embd={self.n_embd} must be divisible by n_head={self.n_head}; "
+                f"pick e.g. n_embd={self.n_head * max(1, self.n_embd // self.n_head)}"
+            )
 
 
 class KVCache:
@@ -63,8 +65,10 @@ class KVCache:
 
     def __init__(self, config: GPTConfig, batch_size: int, max_len: int, device, dtype=torch.float32):
         if max_len > config.block_size:
-            raise ValueError(f"KVCache max_len={max_len} exceeds block_size={config.block_size}; "
-                             "build the model with a larger block_size")
+            raise ValueError(
+                f"KVCache max_len={max_len} exceeds block_size={config.block_size}; "
+                "build the model with a larger block_size"
+            )
         hs = config.n_embd // config.n_head
         shape = (config.n_layer, batch_size, config.n_head, max_len, hs)
         # Left unfilled: attention reads only positions [0, pos), each written before it is read.
@@ -95,10 +99,10 @@ class CausalSelfAttention(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
         else:
             p = cache.pos  # the new tokens sit at positions p .. p+T-1
-            cache.k[self.layer, :, :, p:p + T] = k
-            cache.v[self.layer, :, :, p:p + T] = v
-            k_all = cache.k[self.layer, :, :, :p + T]  # (B, nh, p+T, hs)
-            v_all = cache.v[self.layer, :, :, :p + T]
+            cache.k[self.layer, :, :, p : p + T] = k
+            cache.v[self.layer, :, :, p : p + T] = v
+            k_all = cache.k[self.layer, :, :, : p + T]  # (B, nh, p+T, hs)
+            v_all = cache.v[self.layer, :, :, : p + T]
             mask = None
             if T > 1:  # new token j may see old tokens and new tokens up to itself
                 mask = torch.ones(T, p + T, dtype=torch.bool, device=x.device).tril(diagonal=p)
@@ -137,8 +141,9 @@ class TinyGPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         if not isinstance(config, GPTConfig):
-            raise ValueError(f"TinyGPT needs a GPTConfig, got {type(config).__name__}; "
-                             "build one with GPTConfig(vocab_size=...)")
+            raise ValueError(
+                f"TinyGPT needs a GPTConfig, got {type(config).__name__}; build one with GPTConfig(vocab_size=...)"
+            )
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # token embedding
         self.wpe = nn.Embedding(config.block_size, config.n_embd)  # position embedding
@@ -172,8 +177,10 @@ class TinyGPT(nn.Module):
         B, T = idx.shape
         start = 0 if cache is None else cache.pos
         if start + T > self.config.block_size:
-            raise ValueError(f"sequence of {start + T} tokens exceeds block_size={self.config.block_size}; "
-                             "shorten the prompt/completion or build the model with a larger block_size")
+            raise ValueError(
+                f"sequence of {start + T} tokens exceeds block_size={self.config.block_size}; "
+                "shorten the prompt/completion or build the model with a larger block_size"
+            )
         pos = torch.arange(start, start + T, device=idx.device)  # (T,)
         x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
         for block in self.blocks:

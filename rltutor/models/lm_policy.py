@@ -48,8 +48,9 @@ CRITICS = ("none", "head", "separate")
 def _check_prompts(prompts):
     if not isinstance(prompts, torch.Tensor) or prompts.dim() != 2 or prompts.dtype != torch.long:
         got = tuple(prompts.shape) if isinstance(prompts, torch.Tensor) else type(prompts).__name__
-        raise ValueError(f"prompts must be a LongTensor (B, P) of token ids, got {got}; "
-                         "build them with a task's sample_prompts")
+        raise ValueError(
+            f"prompts must be a LongTensor (B, P) of token ids, got {got}; build them with a task's sample_prompts"
+        )
 
 
 def completion_lengths(responses: torch.Tensor, eos_id: int = 1) -> torch.Tensor:
@@ -61,9 +62,17 @@ def completion_lengths(responses: torch.Tensor, eos_id: int = 1) -> torch.Tensor
 
 
 @torch.no_grad()
-def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
-           generator: torch.Generator | None = None, use_cache: bool = True, stop_early: bool = True,
-           eos_id: int = 1, pad_id: int = 0):
+def sample(
+    model: TinyGPT,
+    prompts: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    use_cache: bool = True,
+    stop_early: bool = True,
+    eos_id: int = 1,
+    pad_id: int = 0,
+):
     """Sample one completion per row of ``prompts`` (B, P); ``eos_id`` ends a completion, ``pad_id`` fills
     the rest (the token tasks' ids, :data:`rltutor.envs.tokens.EOS` and ``PAD``, are the defaults).
 
@@ -88,8 +97,10 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     device = next(model.parameters()).device
     idx = prompts.to(device)
     if P + max_new_tokens > model.config.block_size + 1:
-        raise ValueError(f"prompt ({P}) + max_new_tokens ({max_new_tokens}) exceeds the model's block_size "
-                         f"{model.config.block_size} + 1; build the model with a larger block_size")
+        raise ValueError(
+            f"prompt ({P}) + max_new_tokens ({max_new_tokens}) exceeds the model's block_size "
+            f"{model.config.block_size} + 1; build the model with a larger block_size"
+        )
     if generator is not None and generator.device != device:  # a CPU seed drives a device generator
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         generator = torch.Generator(device).manual_seed(seed)
@@ -103,9 +114,9 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     T = 0  # completion tokens sampled so far
     while T < max_new_tokens:
         if use_cache:  # the prefill feeds the whole prompt, later steps only the newest token
-            logits, values = model(tokens[:, :P] if T == 0 else tokens[:, P + T - 1:P + T], cache)
+            logits, values = model(tokens[:, :P] if T == 0 else tokens[:, P + T - 1 : P + T], cache)
         else:
-            logits, values = model(tokens[:, :P + T])
+            logits, values = model(tokens[:, : P + T])
         logits = logits[:, -1, :]  # (B, V): the next-token distribution
         if values is not None:  # a value head rides along for free: V(s_t) of the same prefix
             out_val.append(values[:, -1])
@@ -126,7 +137,7 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
         if stop_early and bool(done.all()):
             break
     model.train(was_training)
-    tokens = tokens[:, :P + T].contiguous()  # a copy only when sampling stopped early
+    tokens = tokens[:, : P + T].contiguous()  # a copy only when sampling stopped early
     responses = tokens[:, P:]  # (B, T)
     lengths = completion_lengths(responses, eos_id)  # tokens up to and including EOS
     mask = (torch.arange(T, device=device)[None, :] < lengths[:, None]).float()
@@ -134,8 +145,13 @@ def sample(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int, temperatu
     logprobs = torch.stack(step_logprobs, 1)  # (B, T, V)
     logp = logprobs.gather(-1, responses.unsqueeze(-1)).squeeze(-1)  # log pi(o_t | q, o_<t)
     entropy = -(logprobs.exp() * logprobs).sum(-1)  # H(pi(. | q, o_<t))
-    out = {"tokens": tokens, "responses": responses, "logp": torch.where(mask > 0, logp, 0.0), "mask": mask,
-           "entropy": entropy * mask}
+    out = {
+        "tokens": tokens,
+        "responses": responses,
+        "logp": torch.where(mask > 0, logp, 0.0),
+        "mask": mask,
+        "entropy": entropy * mask,
+    }
     if out_val:
         out["values"] = torch.stack(out_val, 1) * mask
     return out
@@ -146,10 +162,11 @@ def token_logprobs(model: TinyGPT, tokens: torch.Tensor, prompt_len: int, temper
     the entropy (B, T) of each next-token distribution, and values (B, T) if the model has a head."""
     P = int(prompt_len)
     if not 1 <= P < tokens.shape[1]:
-        raise ValueError(f"prompt_len={P} must be in [1, {tokens.shape[1] - 1}] for tokens of shape "
-                         f"{tuple(tokens.shape)}")
+        raise ValueError(
+            f"prompt_len={P} must be in [1, {tokens.shape[1] - 1}] for tokens of shape {tuple(tokens.shape)}"
+        )
     logits, values = model(tokens[:, :-1])  # (B, P+T-1, V): position j predicts token j+1
-    logits = logits[:, P - 1:]  # (B, T, V): the distributions of o_0 .. o_{T-1}
+    logits = logits[:, P - 1 :]  # (B, T, V): the distributions of o_0 .. o_{T-1}
     if temperature > 0:
         logits = logits / temperature
     logprobs = F.log_softmax(logits, dim=-1)
@@ -157,7 +174,7 @@ def token_logprobs(model: TinyGPT, tokens: torch.Tensor, prompt_len: int, temper
     logp = logprobs.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # log pi(o_t | q, o_<t)
     entropy = -(logprobs.exp() * logprobs).sum(-1)  # H(pi(. | q, o_<t))
     if values is not None:
-        values = values[:, P - 1:]  # V(s_t), s_t = (q, o_<t)
+        values = values[:, P - 1 :]  # V(s_t), s_t = (q, o_<t)
     return logp, entropy, values
 
 
@@ -184,8 +201,7 @@ class LMPolicy(nn.Module):
         if critic_kind not in CRITICS:
             raise ValueError(f"unknown critic_kind {critic_kind!r}; valid: {', '.join(CRITICS)}")
         if not temperature > 0:
-            raise ValueError(f"temperature must be > 0 for RL (sampling and training must match), "
-                             f"got {temperature!r}")
+            raise ValueError(f"temperature must be > 0 for RL (sampling and training must match), got {temperature!r}")
         self.model, self.critic_kind, self.temperature = model, critic_kind, float(temperature)
         self.critic = None
         if critic_kind == "head" and model.value_head is None:
@@ -204,31 +220,44 @@ class LMPolicy(nn.Module):
     @torch.no_grad()
     def generate(self, prompts, max_new_tokens, generator=None, stop_early=True, eos_id=1, pad_id=0):
         """:func:`sample` with this policy's model and temperature (and the KV cache)."""
-        return sample(self.model, prompts, max_new_tokens, self.temperature, generator, True, stop_early,
-                      eos_id=eos_id, pad_id=pad_id)
+        return sample(
+            self.model,
+            prompts,
+            max_new_tokens,
+            self.temperature,
+            generator,
+            True,
+            stop_early,
+            eos_id=eos_id,
+            pad_id=pad_id,
+        )
 
     def evaluate(self, batch: dict) -> dict:
         """log pi_theta (B, T), entropy (B, T) and values (B, T) or None for the stored completions."""
         for key in ("tokens", "prompt_len", "actions"):
             if key not in batch:
-                raise ValueError(f"an LM batch needs {key!r}; got keys {sorted(batch)}. Build it with "
-                                 "rltutor.rollout.tokens.LMCollector")
+                raise ValueError(
+                    f"an LM batch needs {key!r}; got keys {sorted(batch)}. Build it with "
+                    "rltutor.rollout.tokens.LMCollector"
+                )
         tokens, pl = batch["tokens"], batch["prompt_len"]
         P = int(pl.reshape(-1)[0]) if isinstance(pl, torch.Tensor) else int(pl)
         if isinstance(pl, torch.Tensor) and pl.numel() > 1 and not bool((pl == P).all()):
-            raise ValueError("all rows of an LM batch must share one prompt_len; got "
-                             f"{sorted(set(pl.tolist()))}")
+            raise ValueError(f"all rows of an LM batch must share one prompt_len; got {sorted(set(pl.tolist()))}")
         if tokens.shape[1] - P != batch["actions"].shape[1]:
-            raise ValueError(f"tokens (B, {tokens.shape[1]}) minus prompt_len {P} must equal the width of "
-                             f"actions {tuple(batch['actions'].shape)}")
+            raise ValueError(
+                f"tokens (B, {tokens.shape[1]}) minus prompt_len {P} must equal the width of "
+                f"actions {tuple(batch['actions'].shape)}"
+            )
         logp, entropy, values = token_logprobs(self.model, tokens, P, self.temperature)
         if self.critic is not None:
             _, _, values = token_logprobs(self.critic, tokens, P, self.temperature)
         return {"logp": logp, "entropy": entropy, "values": values}
 
 
-def make_model(vocab_size: int, block_size: int, n_layer: int = 2, n_head: int = 4, n_embd: int = 64,
-               seed: int = 0, device=None) -> TinyGPT:
+def make_model(
+    vocab_size: int, block_size: int, n_layer: int = 2, n_head: int = 4, n_embd: int = 64, seed: int = 0, device=None
+) -> TinyGPT:
     """A seeded TinyGPT on the chosen device (cuda when present)."""
     torch.manual_seed(seed)
     cfg = GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd)
@@ -252,5 +281,9 @@ def critic_cost(policy: LMPolicy) -> dict:
         critic = sum(p.numel() for p in policy.critic.parameters())
     else:
         critic = 0
-    return {"actor_params": actor, "critic_params": critic,
-            "train_state_bytes": 16 * (actor + critic), "critic_share": critic / (actor + critic)}
+    return {
+        "actor_params": actor,
+        "critic_params": critic,
+        "train_state_bytes": 16 * (actor + critic),
+        "critic_share": critic / (actor + critic),
+    }

@@ -58,8 +58,14 @@ class MLPActorCritic(nn.Module):
         critic: build a value head (PPO) or not (GRPO, REINFORCE).
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden: tuple[int, ...] = (64, 64),
-                 shared: bool = False, critic: bool = True):
+    def __init__(
+        self,
+        obs_dim: int,
+        n_actions: int,
+        hidden: tuple[int, ...] = (64, 64),
+        shared: bool = False,
+        critic: bool = True,
+    ):
         super().__init__()
         if obs_dim < 1 or n_actions < 2:
             raise ValueError(f"need obs_dim >= 1 and n_actions >= 2, got obs_dim={obs_dim}, n_actions={n_actions}")
@@ -116,5 +122,8 @@ class MLPActorCritic(nn.Module):
         def to_rows(x: torch.Tensor) -> torch.Tensor:  # (n,) -> (B, T), zeros where padded
             return torch.zeros(actions.shape, dtype=x.dtype, device=x.device).masked_scatter(valid, x)
 
-        return {"logp": to_rows(logp), "entropy": to_rows(entropy),
-                "values": None if values is None else to_rows(values)}
+        return {
+            "logp": to_rows(logp),
+            "entropy": to_rows(entropy),
+            "values": None if values is None else to_rows(values),
+        }

@@ -90,8 +90,10 @@ class TemplatePolicy(nn.Module):
         """log pi(a_t|s_t) (B, T), entropy (B, T) and V(s_t) (B, T) or None for the stored turns."""
         for key in ("cand", "cand_mask", "state", "actions"):
             if key not in batch:
-                raise ValueError(f"a template batch needs {key!r}; got keys {sorted(batch)}. Build it with "
-                                 "rltutor.rollout.templates.TemplateCollector")
+                raise ValueError(
+                    f"a template batch needs {key!r}; got keys {sorted(batch)}. Build it with "
+                    "rltutor.rollout.templates.TemplateCollector"
+                )
         cand, cmask, state = batch["cand"], batch["cand_mask"].bool(), batch["state"]
         logp_all = torch.log_softmax(self.logits(cand, cmask, state), -1)  # (B, T, C)
         logp = logp_all.gather(-1, batch["actions"].long().unsqueeze(-1)).squeeze(-1)  # (B, T)

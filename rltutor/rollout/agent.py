@@ -77,15 +77,27 @@ class _Runner:
     """The bookkeeping of one episode: context, turns, compaction. Shared by the collector and the
     scripted demonstrations, so the warm start sees exactly the contexts RL will."""
 
-    def __init__(self, env, task: int, statement: str, budget: int, compaction: str, keep_turns: int,
-                 max_cmd_tokens: int, max_obs_tokens: int, train_summary: bool):
+    def __init__(
+        self,
+        env,
+        task: int,
+        statement: str,
+        budget: int,
+        compaction: str,
+        keep_turns: int,
+        max_cmd_tokens: int,
+        max_obs_tokens: int,
+        train_summary: bool,
+    ):
         self.env, self.budget, self.compaction, self.keep_turns = env, budget, compaction, keep_turns
         self.max_cmd, self.max_obs, self.train_summary = max_cmd_tokens, max_obs_tokens, train_summary
         self.head = [TASK, *encode(statement)]
         self.room = 1 + max_cmd_tokens  # <cmd> and the longest command
         if len(self.head) + self.room > budget:
-            raise ValueError(f"the task takes {len(self.head)} tokens and a command up to {self.room}, more than "
-                             f"context_budget={budget}; raise context_budget (or lower max_cmd_tokens)")
+            raise ValueError(
+                f"the task takes {len(self.head)} tokens and a command up to {self.room}, more than "
+                f"context_budget={budget}; raise context_budget (or lower max_cmd_tokens)"
+            )
         self.ep = Episode(task=task)
         self.seg = Segment(list(self.head), [False] * len(self.head), [0.0] * len(self.head), len(self.head))
 
@@ -114,8 +126,7 @@ class _Runner:
         if self.compaction == "none":
             self.ep.overflow = True
             return self._finish(0.0, closed=True)
-        tokens, is_summary = compact(self.compaction, self.head, self.ep.turns, self.budget, self.room,
-                                     self.keep_turns)
+        tokens, is_summary = compact(self.compaction, self.head, self.ep.turns, self.budget, self.room, self.keep_turns)
         trained = [f and self.train_summary for f in is_summary]
         logp = [float("nan") if f else 0.0 for f in trained]  # filled in by the collector (policy's log-probs)
         self.seg = Segment(tokens, trained, logp, len(tokens))
@@ -129,8 +140,9 @@ class _Runner:
 
 
 @torch.no_grad()
-def sample_commands(policy: LMPolicy, contexts: list[list[int]], max_cmd_tokens: int,
-                    generator: torch.Generator | None = None) -> tuple[list[list[int]], list[list[float]]]:
+def sample_commands(
+    policy: LMPolicy, contexts: list[list[int]], max_cmd_tokens: int, generator: torch.Generator | None = None
+) -> tuple[list[list[int]], list[list[float]]]:
     """One command per context, sampled token by token at the policy's temperature until ``<eos>``.
 
     Contexts of different lengths are right-padded into one (B, L) batch; causal attention means the
@@ -146,8 +158,10 @@ def sample_commands(policy: LMPolicy, contexts: list[list[int]], max_cmd_tokens:
     lens = torch.tensor([len(c) for c in contexts], device=device)  # (B,)
     width = int(lens.max()) + max_cmd_tokens
     if width - 1 > model.config.block_size:
-        raise ValueError(f"a context of {int(lens.max())} tokens plus {max_cmd_tokens} command tokens exceeds the "
-                         f"model's block_size {model.config.block_size}")
+        raise ValueError(
+            f"a context of {int(lens.max())} tokens plus {max_cmd_tokens} command tokens exceeds the "
+            f"model's block_size {model.config.block_size}"
+        )
     tokens = torch.full((B, width), PAD, dtype=torch.long, device=device)  # (B, L) right-padded
     for i, c in enumerate(contexts):
         tokens[i, : len(c)] = torch.tensor(c, device=device)
@@ -178,14 +192,31 @@ def sample_commands(policy: LMPolicy, contexts: list[list[int]], max_cmd_tokens:
     return cmds, logps
 
 
-def play_scripted(env, commands: list[str], task: int = 0, context_budget: int = 512, compaction: str = "recent",
-                  keep_turns: int = 2, max_cmd_tokens: int = 24, max_obs_tokens: int = 128,
-                  train_summary: bool = False) -> Episode:
+def play_scripted(
+    env,
+    commands: list[str],
+    task: int = 0,
+    context_budget: int = 512,
+    compaction: str = "recent",
+    keep_turns: int = 2,
+    max_cmd_tokens: int = 24,
+    max_obs_tokens: int = 128,
+    train_summary: bool = False,
+) -> Episode:
     """Play ``commands`` (e.g. :func:`rltutor.envs.toolshell.scripted_solver`'s) in ``env`` from its current
     task (the caller has reset it) through the same context and compaction logic as the collector: the
     demonstrations of the supervised warm start. Each command is encoded and ended with ``<eos>``."""
-    run = _Runner(env, task, env.task.statement, context_budget, compaction, keep_turns, max_cmd_tokens,
-                  max_obs_tokens, train_summary)
+    run = _Runner(
+        env,
+        task,
+        env.task.statement,
+        context_budget,
+        compaction,
+        keep_turns,
+        max_cmd_tokens,
+        max_obs_tokens,
+        train_summary,
+    )
     for c in commands:
         if run.ep.done:
             break
@@ -211,8 +242,13 @@ def episodes_to_batch(episodes: list[Episode], device=None) -> tuple[dict, torch
         trained[r, :n] = torch.tensor(s.trained, dtype=torch.float)
         logp[r, :n] = torch.tensor(s.logp)
         meta[r] = torch.tensor([e.task, i, k, len(e.segments)])
-    batch = {"tokens": tokens, "prompt_len": torch.ones(R, dtype=torch.long), "actions": tokens[:, 1:],
-             "mask": trained[:, 1:], "logp": logp[:, 1:]}  # position j of the actions is token j + 1
+    batch = {
+        "tokens": tokens,
+        "prompt_len": torch.ones(R, dtype=torch.long),
+        "actions": tokens[:, 1:],
+        "mask": trained[:, 1:],
+        "logp": logp[:, 1:],
+    }  # position j of the actions is token j + 1
     return {k: v.to(device) for k, v in batch.items()}, meta.to(device)
 
 
@@ -235,12 +271,27 @@ class AgentCollector:
             are cut to this many tokens.
     """
 
-    def __init__(self, make_env: Callable, num_tasks: int = 4, group_size: int = 4, context_budget: int = 512,
-                 compaction: str = "recent", keep_turns: int = 2, sub_advantage: str = "ppo_bootstrap",
-                 gamma: float = 1.0, train_summary: bool = False, max_cmd_tokens: int = 24,
-                 max_obs_tokens: int = 128):
-        for name, v in (("num_tasks", num_tasks), ("group_size", group_size), ("context_budget", context_budget),
-                        ("max_cmd_tokens", max_cmd_tokens), ("max_obs_tokens", max_obs_tokens)):
+    def __init__(
+        self,
+        make_env: Callable,
+        num_tasks: int = 4,
+        group_size: int = 4,
+        context_budget: int = 512,
+        compaction: str = "recent",
+        keep_turns: int = 2,
+        sub_advantage: str = "ppo_bootstrap",
+        gamma: float = 1.0,
+        train_summary: bool = False,
+        max_cmd_tokens: int = 24,
+        max_obs_tokens: int = 128,
+    ):
+        for name, v in (
+            ("num_tasks", num_tasks),
+            ("group_size", group_size),
+            ("context_budget", context_budget),
+            ("max_cmd_tokens", max_cmd_tokens),
+            ("max_obs_tokens", max_obs_tokens),
+        ):
             check_int(name, v, 1)
         check_int("keep_turns", keep_turns, 0)
         check_choice("compaction", compaction, COMPACTIONS)
@@ -270,8 +321,19 @@ class AgentCollector:
         runners = []
         for i, env in enumerate(self.envs):
             statement = env.reset(seed=seeds[i // G])
-            runners.append(_Runner(env, i // G, statement, self.budget, self.compaction, self.keep_turns,
-                                   self.max_cmd, self.max_obs, self.train_summary))
+            runners.append(
+                _Runner(
+                    env,
+                    i // G,
+                    statement,
+                    self.budget,
+                    self.compaction,
+                    self.keep_turns,
+                    self.max_cmd,
+                    self.max_obs,
+                    self.train_summary,
+                )
+            )
         while True:
             live = [r for r in runners if not r.ep.done]
             if not live:
@@ -297,8 +359,15 @@ class AgentCollector:
             batch["logp"] = torch.where(torch.isnan(batch["logp"]), ev["logp"], batch["logp"])
         outcome = torch.tensor([e.reward for e in episodes], device=device)
         batch["rewards"], batch["group_ids"] = assign_rewards(
-            self.sub_advantage, meta, outcome, batch["mask"], batch.get("values"), self.gamma, self.num_tasks,
-            self.group_size)
+            self.sub_advantage,
+            meta,
+            outcome,
+            batch["mask"],
+            batch.get("values"),
+            self.gamma,
+            self.num_tasks,
+            self.group_size,
+        )
         recs = [e.record for e in episodes]
         n = len(episodes)
         metrics = {
@@ -311,6 +380,10 @@ class AgentCollector:
             "sample_time": t_sample,
         }
         generated_tokens = sum(len(c) for e in episodes for c, _ in e.turns)
-        info = {"episode_returns": outcome.tolist(), "episode_lengths": [len(e.turns) for e in episodes],
-                "env_steps": generated_tokens, "metrics": metrics}
+        info = {
+            "episode_returns": outcome.tolist(),
+            "episode_lengths": [len(e.turns) for e in episodes],
+            "env_steps": generated_tokens,
+            "metrics": metrics,
+        }
         return batch, info

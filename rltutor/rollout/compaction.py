@@ -62,8 +62,14 @@ def summarize(turns: list[tuple[list[int], list[int]]]) -> list[str]:
     return lines
 
 
-def compact(strategy: str, head: list[int], turns: list[tuple[list[int], list[int]]], budget: int, room: int,
-            keep_turns: int = 2) -> tuple[list[int], list[bool]]:
+def compact(
+    strategy: str,
+    head: list[int],
+    turns: list[tuple[list[int], list[int]]],
+    budget: int,
+    room: int,
+    keep_turns: int = 2,
+) -> tuple[list[int], list[bool]]:
     """A compacted context: ``head`` (``<task>`` and the task tokens), then what ``strategy`` keeps of
     ``turns``, no longer than ``budget - room`` tokens (``room``: what the next command needs).
 
@@ -72,11 +78,13 @@ def compact(strategy: str, head: list[int], turns: list[tuple[list[int], list[in
     check_choice("compaction", strategy, ("recent", "summary"))
     limit = budget - room
     if len(head) > limit:
-        raise ValueError(f"the task alone takes {len(head)} tokens, so with {room} tokens of room for a command "
-                         f"the context budget must be at least {len(head) + room}, got {budget}; raise context_budget")
+        raise ValueError(
+            f"the task alone takes {len(head)} tokens, so with {room} tokens of room for a command "
+            f"the context budget must be at least {len(head) + room}, got {budget}; raise context_budget"
+        )
     if strategy == "recent":
         kept: list[int] = []
-        for cmd, obs in reversed(turns[len(turns) - keep_turns:] if keep_turns else []):
+        for cmd, obs in reversed(turns[len(turns) - keep_turns :] if keep_turns else []):
             t = turn_tokens(cmd, obs)
             if len(head) + len(t) + len(kept) > limit:
                 break  # the older turns do not fit: keep the newest that do
@@ -100,15 +108,15 @@ def compact(strategy: str, head: list[int], turns: list[tuple[list[int], list[in
 
 SUB_ADVANTAGES = {
     "ppo_bootstrap": "GAE per sub-trajectory; the last reward of a compacted row gets gamma * V(first state of "
-                     "the next sub-trajectory) (needs a critic)",
+    "the next sub-trajectory) (needs a critic)",
     "ppo_no_bootstrap": "GAE per sub-trajectory; the value after a compaction boundary is 0 (slime's PPO path)",
     "slime_grpo": "every sub-trajectory gets the episode's outcome reward; groups by task when rows == tasks x G, "
-                  "else the whole batch is one group (slime's fallback)",
+    "else the whole batch is one group (slime's fallback)",
     "broadcast_grpo": "the episode's group advantage (GRPO over its G episodes) on every sub-trajectory "
-                      "(use with estimator='reinforce', gamma=1: the return-to-go is that advantage)",
+    "(use with estimator='reinforce', gamma=1: the return-to-go is that advantage)",
     "split_reward": "each of an episode's K sub-trajectories gets outcome / K; groups by task",
     "index_groups": "every sub-trajectory gets the outcome; groups by (task, sub-trajectory index), an index "
-                    "reached by fewer than 2 episodes joins the last index reached by at least 2",
+    "reached by fewer than 2 episodes joins the last index reached by at least 2",
 }
 """How an episode's sub-trajectories get rewards and groups: name -> what it does (chapter 6)."""
 
@@ -126,9 +134,16 @@ def _first_valid(mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask > 0, pos, T).min(1).values
 
 
-def assign_rewards(mode: str, meta: torch.Tensor, outcome: torch.Tensor, mask: torch.Tensor,
-                   values: torch.Tensor | None = None, gamma: float = 1.0, num_tasks: int | None = None,
-                   group_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def assign_rewards(
+    mode: str,
+    meta: torch.Tensor,
+    outcome: torch.Tensor,
+    mask: torch.Tensor,
+    values: torch.Tensor | None = None,
+    gamma: float = 1.0,
+    num_tasks: int | None = None,
+    group_size: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Rewards (R, T) and group ids (R,) of R sub-trajectory rows under the ``mode`` of :data:`SUB_ADVANTAGES`.
 
     Args:
@@ -157,8 +172,9 @@ def assign_rewards(mode: str, meta: torch.Tensor, outcome: torch.Tensor, mask: t
         r_last = torch.where(final, r_out, 0.0)
         if mode == "ppo_bootstrap":
             if values is None:
-                raise ValueError("sub_advantage='ppo_bootstrap' needs critic values; use a critic or "
-                                 "'ppo_no_bootstrap'")
+                raise ValueError(
+                    "sub_advantage='ppo_bootstrap' needs critic values; use a critic or 'ppo_no_bootstrap'"
+                )
             nxt = (rows + 1).clamp(max=R - 1)  # the next row: the same episode's next sub-trajectory
             v_next = values[nxt, _first_valid(mask)[nxt].clamp(max=T - 1)]  # V(compacted state)
             r_last = r_last + torch.where(final, 0.0, gamma * v_next)  # r_last += gamma V(s_next)

@@ -40,8 +40,16 @@ import torch.nn.functional as F
 
 from rltutor.utils import check_int, check_number
 
-__all__ = ["TEMPLATES", "CAND_DIM", "STATE_DIM", "Memory", "TemplateCollector", "template_demos",
-           "behaviour_clone", "command_of"]
+__all__ = [
+    "TEMPLATES",
+    "CAND_DIM",
+    "STATE_DIM",
+    "Memory",
+    "TemplateCollector",
+    "template_demos",
+    "behaviour_clone",
+    "command_of",
+]
 
 TEMPLATES = ("ls", "cat", "grep", "curl", "submit")
 N_HASH = 16
@@ -64,7 +72,8 @@ _NAMED = re.compile(r"\b([A-Z][A-Z_]{2,})\s*==?\s*(\d+)\b")
 def command_of(template: str, arg: str) -> str:
     """The shell line of a candidate."""
     return {"ls": "ls {}", "cat": "cat {}", "grep": "grep -rn {} .", "curl": "curl {}", "submit": "submit {}"}[
-        template].format(arg)
+        template
+    ].format(arg)
 
 
 def _hash_words(arg: str) -> list[int]:
@@ -215,8 +224,9 @@ class TemplateCollector:
         max_cands: C, the most candidates a turn offers (the most recently mentioned are kept).
     """
 
-    def __init__(self, make_env: Callable, num_tasks: int = 4, group_size: int = 4, turn_cost: float = 0.0,
-                 max_cands: int = 64):
+    def __init__(
+        self, make_env: Callable, num_tasks: int = 4, group_size: int = 4, turn_cost: float = 0.0, max_cands: int = 64
+    ):
         check_int("num_tasks", num_tasks, 1)
         check_int("group_size", group_size, 1)
         check_int("max_cands", max_cands, 2)
@@ -242,8 +252,9 @@ class TemplateCollector:
         G = self.group_size
         seeds = torch.randint(0, 2**31 - 1, (self.num_tasks,), generator=generator).tolist()
         n = len(self.envs)
-        mems = [Memory(env.reset(seed=seeds[i // G]), _max_turns(env), self.max_cands)
-                for i, env in enumerate(self.envs)]
+        mems = [
+            Memory(env.reset(seed=seeds[i // G]), _max_turns(env), self.max_cands) for i, env in enumerate(self.envs)
+        ]
         steps: list[list[dict]] = [[] for _ in range(n)]
         done = [False] * n
         cut = [False] * n
@@ -259,8 +270,16 @@ class TemplateCollector:
             for j, i in enumerate(live):
                 t, a = feats[j][0][idx[j]]
                 obs, reward, d, info = self.envs[i].step(command_of(t, a))
-                steps[i].append({"cand": feats[j][1], "state": feats[j][2], "action": idx[j], "logp": logp[j],
-                                 "value": v[j], "reward": float(reward) - self.turn_cost})
+                steps[i].append(
+                    {
+                        "cand": feats[j][1],
+                        "state": feats[j][2],
+                        "action": idx[j],
+                        "logp": logp[j],
+                        "value": v[j],
+                        "reward": float(reward) - self.turn_cost,
+                    }
+                )
                 mems[i].update(obs, t, a, info)
                 if d:
                     done[i] = True
@@ -285,8 +304,12 @@ class TemplateCollector:
             "mean_turns": sum(len(st) for st in steps) / n,
             "sample_time": t_sample,
         }
-        info = {"episode_returns": returns, "episode_lengths": [len(st) for st in steps],
-                "env_steps": sum(len(st) for st in steps), "metrics": metrics}
+        info = {
+            "episode_returns": returns,
+            "episode_lengths": [len(st) for st in steps],
+            "env_steps": sum(len(st) for st in steps),
+            "metrics": metrics,
+        }
         return batch, info
 
     def _batch(self, steps: list[list[dict]], device) -> dict:
@@ -307,8 +330,17 @@ class TemplateCollector:
                 actions[b, t], logp[b, t], values[b, t] = s["action"], s["logp"], s["value"]
                 rewards[b, t], mask[b, t] = s["reward"], 1.0
         group_ids = torch.arange(B) // self.group_size
-        batch = {"actions": actions, "logp": logp, "mask": mask, "rewards": rewards, "group_ids": group_ids,
-                 "values": values * mask, "cand": cand, "cand_mask": cmask, "state": state}
+        batch = {
+            "actions": actions,
+            "logp": logp,
+            "mask": mask,
+            "rewards": rewards,
+            "group_ids": group_ids,
+            "values": values * mask,
+            "cand": cand,
+            "cand_mask": cmask,
+            "state": state,
+        }
         return {k: v.to(device) for k, v in batch.items()}
 
 
@@ -331,8 +363,10 @@ def template_demos(make_env: Callable, solver: Callable, n: int, seed: int = 0, 
             keys, cand, s = mem.features()
             lines = [command_of(t, a) for t, a in keys]
             if command not in lines:
-                raise ValueError(f"the demonstration's command {command!r} is not among the {len(lines)} "
-                                 f"candidates at turn {mem.turn}; the candidate extraction misses it")
+                raise ValueError(
+                    f"the demonstration's command {command!r} is not among the {len(lines)} "
+                    f"candidates at turn {mem.turn}; the candidate extraction misses it"
+                )
             k = lines.index(command)
             cands.append(cand)
             states.append(s)
@@ -346,8 +380,15 @@ def template_demos(make_env: Callable, solver: Callable, n: int, seed: int = 0, 
     return {"cand": cand, "cand_mask": cmask, "state": torch.stack(states), "target": torch.tensor(targets)}
 
 
-def behaviour_clone(policy, demos: dict, steps: int = 300, lr: float = 3e-3, smoothing: float = 0.1,
-                    batch_size: int = 256, generator: torch.Generator | None = None) -> list[float]:
+def behaviour_clone(
+    policy,
+    demos: dict,
+    steps: int = 300,
+    lr: float = 3e-3,
+    smoothing: float = 0.1,
+    batch_size: int = 256,
+    generator: torch.Generator | None = None,
+) -> list[float]:
     """Cross-entropy on the demonstrations' choices, with label smoothing ``smoothing`` spread uniformly
     over the valid candidates (it keeps every candidate's probability above zero, so RL can still try
     what the demonstrations never did). Returns the loss of each step."""

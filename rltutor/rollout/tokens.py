@@ -25,8 +25,9 @@ def greedy_accuracy(model: TinyGPT, task: TokenTask, n: int = 256, seed: int = 1
     """Fraction of ``n`` fresh prompts that greedy decoding answers exactly right."""
     g = torch.Generator().manual_seed(seed)
     prompts = task.sample_prompts(n, g)
-    out = sample(model, prompts.to(next(model.parameters()).device), task.max_new_tokens, temperature=0.0,
-                 eos_id=EOS, pad_id=PAD)
+    out = sample(
+        model, prompts.to(next(model.parameters()).device), task.max_new_tokens, temperature=0.0, eos_id=EOS, pad_id=PAD
+    )
     return task.accuracy(prompts, out["responses"].cpu())
 
 
@@ -46,9 +47,16 @@ class LMCollector:
         count in ``env_steps``: refilling costs sampling. 1 (default): one draw, kept whole.
     """
 
-    def __init__(self, task: TokenTask, n_prompts: int = 8, group_size: int = 8,
-                 max_new_tokens: int | None = None, overlong_buffer: int | None = None, max_draws: int = 1,
-                 eval_prompts: int = 256):
+    def __init__(
+        self,
+        task: TokenTask,
+        n_prompts: int = 8,
+        group_size: int = 8,
+        max_new_tokens: int | None = None,
+        overlong_buffer: int | None = None,
+        max_draws: int = 1,
+        eval_prompts: int = 256,
+    ):
         if not isinstance(task, TokenTask):
             raise ValueError(f"task must be a TokenTask (see rltutor.envs.tokens.make_task), got {task!r}")
         for name, v, lo in (("n_prompts", n_prompts, 1), ("group_size", group_size, 1), ("max_draws", max_draws, 1)):
@@ -67,8 +75,10 @@ class LMCollector:
 
     def load_state_dict(self, state: dict) -> None:
         if state:
-            raise ValueError(f"an LMCollector has no state, but the checkpoint holds {sorted(state)}; "
-                             "it was made by another kind of collector")
+            raise ValueError(
+                f"an LMCollector has no state, but the checkpoint holds {sorted(state)}; "
+                "it was made by another kind of collector"
+            )
 
     @torch.no_grad()
     def _draw(self, policy: LMPolicy, generator: torch.Generator | None) -> dict:
@@ -78,8 +88,9 @@ class LMCollector:
         prompts = self.task.sample_prompts(self.n_prompts, generator)  # (N, P)
         prompts = prompts.repeat_interleave(G, dim=0)  # (B, P), B = N * G, each prompt G times in a row
         t0 = time.perf_counter()
-        out = policy.generate(prompts.to(device), self.max_new_tokens, generator, stop_early=False,
-                              eos_id=EOS, pad_id=PAD)  # full width L_max, so batches always concatenate
+        out = policy.generate(
+            prompts.to(device), self.max_new_tokens, generator, stop_early=False, eos_id=EOS, pad_id=PAD
+        )  # full width L_max, so batches always concatenate
         t_sample = time.perf_counter() - t0
         responses, mask = out["responses"], out["mask"]  # (B, T)
         score = self.task.reward(prompts, responses.cpu()).to(device)  # (B,) the verifiable reward
@@ -89,9 +100,19 @@ class LMCollector:
             ended = (responses == EOS).any(1)
             n = torch.where(ended, lengths, lengths + 1)  # a truncated completion counts as too long
             r = r + overlong_penalty(n, self.max_new_tokens, self.overlong_buffer)
-        rows = {"tokens": out["tokens"], "responses": responses, "logp": out["logp"], "mask": mask,
-                "entropy": out["entropy"], "score": score, "r": r, "lengths": lengths,
-                "values": out.get("values"), "prompt_len": prompts.shape[1], "sample_time": t_sample}
+        rows = {
+            "tokens": out["tokens"],
+            "responses": responses,
+            "logp": out["logp"],
+            "mask": mask,
+            "entropy": out["entropy"],
+            "score": score,
+            "r": r,
+            "lengths": lengths,
+            "values": out.get("values"),
+            "prompt_len": prompts.shape[1],
+            "sample_time": t_sample,
+        }
         if self.max_draws > 1:  # only the refill needs it; the trainer tests the batch it is given
             group_ids = torch.arange(self.n_prompts, device=r.device).repeat_interleave(G)
             rows["live"] = ~dead_groups(r, group_ids)[0]  # (N,) the trainer's test for dynamic sampling
@@ -105,15 +126,18 @@ class LMCollector:
         if self.max_draws > 1:  # DAPO dynamic sampling: draw until n_prompts live groups fill the batch
             while sum(int(d["live"].sum()) for d in draws) < self.n_prompts and len(draws) < self.max_draws:
                 draws.append(self._draw(policy, generator))
-        every = {k: torch.cat([d[k] for d in draws]) for k in ("score", "r", "lengths", "responses", "mask",
-                                                               "entropy")}  # all sampled rows, for info
+        every = {
+            k: torch.cat([d[k] for d in draws]) for k in ("score", "r", "lengths", "responses", "mask", "entropy")
+        }  # all sampled rows, for info
         if self.max_draws > 1 and any(d["live"].any() for d in draws):
-            keep = torch.cat([d["live"] for d in draws]).nonzero().squeeze(1)[:self.n_prompts]  # groups
+            keep = torch.cat([d["live"] for d in draws]).nonzero().squeeze(1)[: self.n_prompts]  # groups
             rows_kept = (keep[:, None] * G + torch.arange(G, device=keep.device)).reshape(-1)  # their rows
         else:
             rows_kept = torch.arange(self.n_prompts * G, device=device)  # the first draw, whole
-        d = {k: torch.cat([x[k] for x in draws])[rows_kept] for k in ("tokens", "responses", "logp", "mask",
-                                                                       "r", "lengths")}
+        d = {
+            k: torch.cat([x[k] for x in draws])[rows_kept]
+            for k in ("tokens", "responses", "logp", "mask", "r", "lengths")
+        }
         if draws[0]["values"] is not None:
             d["values"] = torch.cat([x["values"] for x in draws])[rows_kept]
         B, T = d["responses"].shape
@@ -148,8 +172,12 @@ class LMCollector:
             "sample_time": sum(x["sample_time"] for x in draws),
             "draws": len(draws),
         }
-        info = {"episode_returns": r.tolist(), "episode_lengths": lengths.tolist(),
-                "env_steps": int(every["mask"].sum()), "metrics": metrics}
+        info = {
+            "episode_returns": r.tolist(),
+            "episode_lengths": lengths.tolist(),
+            "env_steps": int(every["mask"].sum()),
+            "metrics": metrics,
+        }
         return batch, info
 
     @torch.no_grad()

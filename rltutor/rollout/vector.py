@@ -156,8 +156,12 @@ class SegmentCollector:
         return batch, info
 
     def state_dict(self) -> dict:
-        return {"env": self.env.state_dict(), "obs": self.obs.copy(), "ep_return": self.ep_return.copy(),
-                "ep_len": self.ep_len.copy()}
+        return {
+            "env": self.env.state_dict(),
+            "obs": self.obs.copy(),
+            "ep_return": self.ep_return.copy(),
+            "ep_len": self.ep_len.copy(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.env.load_state_dict(state["env"])
@@ -180,13 +184,22 @@ class EpisodeCollector:
         max_steps: cut episodes after this many steps (truncation); default ``env.max_episode_steps``.
     """
 
-    def __init__(self, env, group_size: int, same_seed: bool = True, seed: int = 0, gamma: float = 1.0,
-                 max_steps: int | None = None):
+    def __init__(
+        self,
+        env,
+        group_size: int,
+        same_seed: bool = True,
+        seed: int = 0,
+        gamma: float = 1.0,
+        max_steps: int | None = None,
+    ):
         if not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
         if env.num_envs % group_size:
-            raise ValueError(f"the environment has {env.num_envs} copies, not a multiple of group_size="
-                             f"{group_size}; build it with num_envs = group_size * num_groups")
+            raise ValueError(
+                f"the environment has {env.num_envs} copies, not a multiple of group_size="
+                f"{group_size}; build it with num_envs = group_size * num_groups"
+            )
         self.env = env
         self.group_size = group_size
         self.num_groups = env.num_envs // group_size
@@ -227,11 +240,17 @@ class EpisodeCollector:
             active = active & ~(terminated | truncated)
             obs = next_obs
             t += 1
-        batch = {k: torch.from_numpy(np.ascontiguousarray(np.swapaxes(np.stack(v), 0, 1)))
-                 for k, v in bufs.items() if critic or k != "values"}  # (N, T, ...) one row per episode
+        batch = {
+            k: torch.from_numpy(np.ascontiguousarray(np.swapaxes(np.stack(v), 0, 1)))
+            for k, v in bufs.items()
+            if critic or k != "values"
+        }  # (N, T, ...) one row per episode
         batch["group_ids"] = torch.arange(N) // G  # (B,) rows g*G .. g*G+G-1 are group g
-        info = {"env_steps": int(ep_len.sum()), "episode_lengths": ep_len.tolist(),
-                "episode_returns": ep_return.tolist()}
+        info = {
+            "env_steps": int(ep_len.sum()),
+            "episode_lengths": ep_len.tolist(),
+            "episode_returns": ep_return.tolist(),
+        }
         return batch, info
 
     def state_dict(self) -> dict:

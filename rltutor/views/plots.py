@@ -18,21 +18,24 @@ from rltutor.utils import t_quantile
 
 __all__ = ["apply_style", "label_axes", "mean_ci", "plot_band", "line_with_band"]
 
+
 def apply_style() -> None:
     """Matplotlib defaults for the book: readable sizes, light grid, no top/right spines."""
-    plt.rcParams.update({
-        "figure.figsize": (7.0, 4.0),
-        "figure.dpi": 100,
-        "savefig.dpi": 120,
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.titlesize": 11,
-        "axes.labelsize": 10,
-        "legend.fontsize": 9,
-        "legend.frameon": False,
-    })
+    plt.rcParams.update(
+        {
+            "figure.figsize": (7.0, 4.0),
+            "figure.dpi": 100,
+            "savefig.dpi": 120,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.titlesize": 11,
+            "axes.labelsize": 10,
+            "legend.fontsize": 9,
+            "legend.frameon": False,
+        }
+    )
 
 
 def label_axes(ax, xlabel: str, ylabel: str, title: str | None = None):
@@ -42,8 +45,10 @@ def label_axes(ax, xlabel: str, ylabel: str, title: str | None = None):
     """
     for name, value in (("xlabel", xlabel), ("ylabel", ylabel)):
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{name} must be a non-empty string naming the quantity and its unit, "
-                             f"got {value!r}; e.g. 'training step (batches)'")
+            raise ValueError(
+                f"{name} must be a non-empty string naming the quantity and its unit, "
+                f"got {value!r}; e.g. 'training step (batches)'"
+            )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -64,8 +69,10 @@ def mean_ci(df: pd.DataFrame, x: str, y: str, by: str | None = None, level: floa
     g = df.groupby(keys, sort=True)[y].agg(["mean", "std", "count"]).reset_index()
     n = g["count"].to_numpy()
     if (n < 2).any():
-        raise ValueError(f"some ({', '.join(keys)}) cells have a single row; a confidence band needs "
-                         "at least 2 runs (seeds) per point")
+        raise ValueError(
+            f"some ({', '.join(keys)}) cells have a single row; a confidence band needs "
+            "at least 2 runs (seeds) per point"
+        )
     half = np.array([t_quantile(int(k), level) for k in n]) * g["std"].to_numpy() / np.sqrt(n)
     g["lo"] = g["mean"] - half
     g["hi"] = g["mean"] + half
@@ -79,8 +86,9 @@ def plot_band(ax, x, mean, lo, hi, label: str | None = None, color=None, **line_
     return line
 
 
-def line_with_band(ax, df: pd.DataFrame, x: str, y: str, by: str | None = None,
-                   level: float = 0.95, order=None, **line_kw):
+def line_with_band(
+    ax, df: pd.DataFrame, x: str, y: str, by: str | None = None, level: float = 0.95, order=None, **line_kw
+):
     """Plot the mean of ``y`` against ``x`` with its confidence band, one curve per ``by`` value."""
     stats = mean_ci(df, x, y, by=by, level=level)
     if by is None:

@@ -31,14 +31,30 @@ METRIC_LABELS = {
     "cosine": "E cos(g, true gradient) (dimensionless)",
     "variance": "variance E|g - E g|^2 (squared gradient units)",
 }
-COLORS = {"reinforce": "#7f7f7f", "grpo": "#d62728", "dr_grpo": "#ff7f0e", "rloo": "#9467bd",
-          "gae": "#1f77b4", "gae_critic": "#2ca02c"}
+COLORS = {
+    "reinforce": "#7f7f7f",
+    "grpo": "#d62728",
+    "dr_grpo": "#ff7f0e",
+    "rloo": "#9467bd",
+    "gae": "#1f77b4",
+    "gae_critic": "#2ca02c",
+}
 
 
-def explorer_frame(task: str = "corridor", *, estimators=("grpo", "rloo", "gae", "gae_critic"),
-                   horizons=HORIZONS, G: int = 8, gamma: float = 1.0, lam: float = 0.95, noise: float = 0.0,
-                   critic_noise: float = 1.0, batch_size: int = 32, n_batches: int = 64,
-                   seed: int = 0) -> pd.DataFrame:
+def explorer_frame(
+    task: str = "corridor",
+    *,
+    estimators=("grpo", "rloo", "gae", "gae_critic"),
+    horizons=HORIZONS,
+    G: int = 8,
+    gamma: float = 1.0,
+    lam: float = 0.95,
+    noise: float = 0.0,
+    critic_noise: float = 1.0,
+    batch_size: int = 32,
+    n_batches: int = 64,
+    seed: int = 0,
+) -> pd.DataFrame:
     """The numbers behind one redraw: every estimator at every horizon (as
     :func:`~rltutor.experiments.variance.horizon_curve`).
 
@@ -52,14 +68,17 @@ def explorer_frame(task: str = "corridor", *, estimators=("grpo", "rloo", "gae",
     group = [e for e in estimators if e in an.GROUP_NAMES]
     an.check_params(G=G if group else None, gamma=gamma, lam=lam, noise=noise, critic_noise=critic_noise)
     if group and batch_size % G:
-        raise ValueError(f"batch size {batch_size} is not a multiple of the group size G={G}; "
-                         "pick G dividing the batch (2, 4, 8, 16 or 32 for 32 trajectories)")
+        raise ValueError(
+            f"batch size {batch_size} is not a multiple of the group size G={G}; "
+            "pick G dividing the batch (2, 4, 8, 16 or 32 for 32 trajectories)"
+        )
     rows = []
     for i, T in enumerate(horizons):  # seeds as in rltutor.experiments.variance.horizon_curve: seed + position
         t = an.make_chain(task, T=int(T), noise=noise)
         for e in estimators:
-            spec = an.relevant_spec(an.EstimatorSpec(e, G=G if group else 2, gamma=gamma, lam=lam,
-                                                     critic_noise=critic_noise))
+            spec = an.relevant_spec(
+                an.EstimatorSpec(e, G=G if group else 2, gamma=gamma, lam=lam, critic_noise=critic_noise)
+            )
             rows.append(an.measure_cached(t, spec, batch_size, n_batches, seed + i))
     return pd.DataFrame(rows)
 
@@ -95,21 +114,35 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
     w = {
         "task": W.Dropdown(options=list(an.CHAIN_TASKS), value=task, description="task", style=style),
         "metric": W.Dropdown(options=list(METRIC_LABELS), value="snr", description="metric", style=style),
-        "T_marker": W.SelectionSlider(options=list(HORIZONS), value=64, description="horizon T", style=style,
-                                      layout=lay),
-        "G": W.SelectionSlider(options=[g for g in (2, 4, 8, 16, 32) if batch_size % g == 0], value=8,
-                               description="group size G", style=style, layout=lay),
-        "gamma": W.FloatSlider(value=1.0, min=0.8, max=1.0, step=0.01, description="discount \u03b3", style=style,
-                               layout=lay),
-        "lam": W.FloatSlider(value=0.95, min=0.0, max=1.0, step=0.05, description="GAE \u03bb", style=style,
-                             layout=lay),
-        "noise": W.FloatSlider(value=0.0, min=0.0, max=2.0, step=0.1, description="reward noise", style=style,
-                               layout=lay),
-        "critic_noise": W.FloatSlider(value=1.0, min=0.0, max=4.0, step=0.25, description="critic error",
-                                      style=style, layout=lay),
-        "estimators": W.SelectMultiple(options=[(v, k) for k, v in ESTIMATOR_LABELS.items()],
-                                       value=("grpo", "rloo", "gae", "gae_critic"), rows=6,
-                                       description="estimators", style=style),
+        "T_marker": W.SelectionSlider(
+            options=list(HORIZONS), value=64, description="horizon T", style=style, layout=lay
+        ),
+        "G": W.SelectionSlider(
+            options=[g for g in (2, 4, 8, 16, 32) if batch_size % g == 0],
+            value=8,
+            description="group size G",
+            style=style,
+            layout=lay,
+        ),
+        "gamma": W.FloatSlider(
+            value=1.0, min=0.8, max=1.0, step=0.01, description="discount \u03b3", style=style, layout=lay
+        ),
+        "lam": W.FloatSlider(
+            value=0.95, min=0.0, max=1.0, step=0.05, description="GAE \u03bb", style=style, layout=lay
+        ),
+        "noise": W.FloatSlider(
+            value=0.0, min=0.0, max=2.0, step=0.1, description="reward noise", style=style, layout=lay
+        ),
+        "critic_noise": W.FloatSlider(
+            value=1.0, min=0.0, max=4.0, step=0.25, description="critic error", style=style, layout=lay
+        ),
+        "estimators": W.SelectMultiple(
+            options=[(v, k) for k, v in ESTIMATOR_LABELS.items()],
+            value=("grpo", "rloo", "gae", "gae_critic"),
+            rows=6,
+            description="estimators",
+            style=style,
+        ),
     }
     for x in w.values():
         if hasattr(x, "continuous_update"):
@@ -119,9 +152,15 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
     state = {"frame": None, "error": None, "redraws": 0}  # what the last redraw showed (read by the tests)
 
     def redraw(_=None):
-        args = dict(task=w["task"].value, estimators=tuple(w["estimators"].value), G=w["G"].value,
-                    gamma=w["gamma"].value, lam=w["lam"].value, noise=w["noise"].value,
-                    critic_noise=w["critic_noise"].value)
+        args = dict(
+            task=w["task"].value,
+            estimators=tuple(w["estimators"].value),
+            G=w["G"].value,
+            gamma=w["gamma"].value,
+            lam=w["lam"].value,
+            noise=w["noise"].value,
+            critic_noise=w["critic_noise"].value,
+        )
         with out:
             out.clear_output(wait=True)
             try:
