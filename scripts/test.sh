@@ -10,6 +10,7 @@ RLTUTOR_EXTRAS=${RLTUTOR_EXTRAS:-book,test,ray} bash scripts/setup.sh
 export RLTUTOR_QUICK=1 PYTHONHASHSEED=0 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 echo "== ruff"
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 echo "== unit, property and integration tests"
 MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "not book and not notebooks" tests
 echo "== learning tests under ATEN_CPU_CAPABILITY=default (other CPUs take other kernel paths)"
