@@ -183,7 +183,7 @@ class Config:
     overlong_buffer: int | None = None
     """language model: DAPO's soft overlong penalty over the last this-many tokens of the budget (None: off)"""
 
-    # --- multi-turn agent (env "toolshell", chapter 6) -------------------------------------------
+    # --- multi-turn agent (env "toolshell", chapter 11) ------------------------------------------
     context_budget: int = 512
     """agent: the most tokens one context (one training row) may hold; the TinyGPT's block_size"""
     compaction: str = "recent"

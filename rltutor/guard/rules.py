@@ -1,4 +1,4 @@
-"""Stage 1 of the guard: a rule filter over shell commands (chapter 7).
+"""Stage 1 of the guard: a rule filter over shell commands (chapter 11).
 
 The filter does not match the raw text against a list of bad strings: that is beaten by one pair of
 quotes. It first *interprets* the command the way the shell would, cheaply:

@@ -1,4 +1,4 @@
-"""GuardedEnv: put a guard in front of any toolshell-like environment (chapter 7).
+"""GuardedEnv: put a guard in front of any toolshell-like environment (chapter 11).
 
 The environment needs ``reset(seed=None) -> str``, ``step(command) -> (obs, reward, done, info)``
 and an ``episode`` dict; ``answer`` is used, when present, to check that no decoy contains it.

@@ -1,4 +1,4 @@
-"""A policy over command templates with arguments: the agent of chapter 7 that learns in CPU seconds.
+"""A policy over command templates with arguments: the agent of chapter 11 that learns in CPU seconds.
 
 Why not the token-level TinyGPT? Warm-started by SFT on scripted honest solves, the word-level agent
 solved 0/16 one-hop toolshell tasks after 300 SFT steps (238 s on CPU), and one PPO update took ~20 s:

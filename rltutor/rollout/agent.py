@@ -1,6 +1,6 @@
 """Multi-turn agent rollout: a language model issues tool calls, the environment answers, the context grows.
 
-Chapter 6 (compaction) and chapter 7 (reward hacking). One episode, as tokens (ids of
+Chapter 11 (agents, compaction and reward hacking). One episode, as tokens (ids of
 :mod:`rltutor.envs.toolshell.vocab`)::
 
     <task> task statement  <cmd> c o m m a n d <eos> <obs> observation  <cmd> ... <eos> <obs> ...

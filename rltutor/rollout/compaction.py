@@ -1,6 +1,6 @@
 """Compaction: when a multi-turn context outgrows its budget, shrink it and go on in a new sub-trajectory.
 
-Chapter 6 (compaction). An agent's context is ``[<task> task] [<cmd> command <eos> <obs> observation]...``
+Chapter 11 (agents and compaction). An agent's context is ``[<task> task] [<cmd> command <eos> <obs> observation]...``
 (token ids of :mod:`rltutor.envs.toolshell.vocab`). When the next turn might not fit in the context
 budget, :func:`compact` builds a fresh, shorter context from the task and the turns so far, and the
 episode continues from it: one episode becomes K >= 1 *sub-trajectories* of uneven count and length.
@@ -118,7 +118,7 @@ SUB_ADVANTAGES = {
     "index_groups": "every sub-trajectory gets the outcome; groups by (task, sub-trajectory index), an index "
     "reached by fewer than 2 episodes joins the last index reached by at least 2",
 }
-"""How an episode's sub-trajectories get rewards and groups: name -> what it does (chapter 6)."""
+"""How an episode's sub-trajectories get rewards and groups: name -> what it does (chapter 11)."""
 
 
 def _last_valid(mask: torch.Tensor) -> torch.Tensor:

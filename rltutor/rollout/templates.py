@@ -1,4 +1,4 @@
-"""Template rollout: the toolshell agent as a policy over (template, argument) candidates (chapter 7).
+"""Template rollout: the toolshell agent as a policy over (template, argument) candidates (chapter 11).
 
 The token-level agent (:mod:`rltutor.rollout.agent`) writes each command token by token; in CPU minutes
 it did not learn to solve even one-hop tasks (see :mod:`rltutor.models.template_policy`). Here the agent
