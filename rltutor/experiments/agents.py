@@ -61,7 +61,8 @@ COLUMNS = (
 
 
 def run_agent(algo: str = "ppo", seed: int = 0, guard: str = "none", updates: int = 40, **overrides) -> pd.DataFrame:
-    """One training run of the template agent: ``updates`` updates of num_groups x group_size episodes (32 with the stored settings); one row per update."""
+    """One training run of the template agent: ``updates`` updates of num_groups x group_size episodes
+    (32 with the stored settings); one row per update."""
     if guard not in GUARD_POLICIES:
         raise ValueError(f"guard must be one of {GUARD_POLICIES}, got {guard!r}")
     settings = {**template_settings(algo), "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--algos", nargs="+", default=["ppo", "grpo"])
     p.add_argument("--guards", nargs="+", default=["none"], choices=GUARD_POLICIES)
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    p.add_argument("--updates", type=int, default=40, help="updates per run (32 episodes each with the template settings)")
+    p.add_argument("--updates", type=int, default=40, help="updates per run (32 episodes each)")
     p.add_argument("--workers", type=int, default=None, help="processes (default: the CPU count)")
     p.add_argument("--out", required=True, help="CSV file; FILE.cmd beside it gets the command")
     args = p.parse_args(argv)
