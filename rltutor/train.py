@@ -36,7 +36,7 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
 
 1. Adam with eps = 1e-5 (fused: one kernel per step), learning rate annealed linearly to 0 over
    ``total_steps`` env steps. A resumed run given a new budget continues the line from the present lr
-   down to 0 at the new budget, never raising it (:meth:`Trainer._lr`).
+   down to 0 at the new budget, never raising it (``Trainer._lr``).
 2. Minibatches are sets of *rows* (episodes or episode pieces), not of single steps, so a row's
    steps stay together: what aggregation modes such as "seq-mean-token-mean" need.
 3. The value loss is clipped around the old values when ``vf_clip`` is set (CleanRL default 0.2)
@@ -545,7 +545,7 @@ class Trainer:
         """A trainer that continues exactly where the checkpoint at ``path`` stopped.
 
         ``overrides`` may change only ``total_steps`` (to train longer; the lr schedule then continues
-        from its present value, see :meth:`_lr`).
+        from its present value, see ``_lr``).
         """
         return cls.from_state(cls.read_checkpoint(path), policy, collector, source=str(path), **overrides)
 
