@@ -83,7 +83,13 @@ _SUSPECT = [
 
 def suspicion(text: str) -> float:
     """Cheap score of how much ``text`` looks like something the rules may have missed."""
-    return sum(w for words, w in _SUSPECT if any(x in text for x in words))
+    total = 0  # an int when nothing matches, as sum() gave
+    for words, w in _SUSPECT:  # plain loops: no generator frames on the hot path
+        for x in words:
+            if x in text:
+                total += w
+                break
+    return total
 
 
 @dataclass
@@ -758,6 +764,12 @@ class RuleFilter:
                 st.reasons.append(f"script names {s!r} (resolves into tests/hidden)")
 
 
+_AST_LEAVES = frozenset(
+    (ast.Constant, ast.Name, ast.Load, ast.Store, ast.Del)
+    + tuple(c for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__())
+)
+
+
 class _Folder(ast.NodeVisitor):
     """Fold the string expressions of a python one-liner and record how each string is used."""
 
@@ -769,6 +781,31 @@ class _Folder(ast.NodeVisitor):
         self.uses: list[tuple[str, str, str]] = []  # (kind, string, function name)
         self.unknown = 0
         self.printed: str | None = None
+
+    def visit(self, node):
+        # ast.NodeVisitor.visit/generic_visit, without the per-node getattr dispatch and iter_fields
+        # generator; the same nodes in the same order. Leaves (names, constants, contexts,
+        # operators) hold no calls or assignments and are skipped.
+        t = type(node)
+        if t is ast.Call:
+            self.visit_Call(node)
+        elif t is ast.Assign:
+            self.visit_Assign(node)
+        elif t not in _AST_LEAVES:
+            self.generic_visit(node)
+
+    def generic_visit(self, node):
+        for name in node._fields:
+            try:
+                value = getattr(node, name)
+            except AttributeError:
+                continue
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
 
     def visit_Assign(self, node: ast.Assign):
         val = self.fold(node.value)
