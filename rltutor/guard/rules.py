@@ -206,6 +206,7 @@ def _b64(s: str) -> str | None:
 
 _OP_CHARS = frozenset("&|;<>()\n")
 _BARE_RE = re.compile(r"[^ \t\\'\"$`|;&<>()\n#]+|#")
+_DQ_RUN_RE = re.compile(r'[^"\\$`]+')  # inside double quotes: no quote, backslash, $ or backquote
 _OPS = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")
 
 
@@ -306,8 +307,13 @@ def _tokenize(s: str) -> list:
                     word.append(("sub", s[j + 1 : k]))
                     j = k + 1
                 else:
-                    buf.append(s[j])
-                    j += 1
+                    m = _DQ_RUN_RE.match(s, j)  # a run of ordinary characters at once
+                    if m is None:  # a backslash that escapes nothing: kept
+                        buf.append(s[j])
+                        j += 1
+                    else:
+                        buf.append(m.group(0))
+                        j = m.end()
             word.append(("lit", "".join(buf), True))
             i = j + 1
         elif c == "$":
@@ -789,6 +795,9 @@ class _Folder(ast.NodeVisitor):
         t = type(node)
         if t is ast.Call:
             self.visit_Call(node)
+        elif t is ast.BinOp:  # fields left, op, right; the operator is a leaf
+            self.visit(node.left)
+            self.visit(node.right)
         elif t is ast.Assign:
             self.visit_Assign(node)
         elif t not in _AST_LEAVES:
