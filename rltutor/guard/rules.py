@@ -798,6 +798,8 @@ class _Folder(ast.NodeVisitor):
         elif t is ast.BinOp:  # fields left, op, right; the operator is a leaf
             self.visit(node.left)
             self.visit(node.right)
+        elif t is ast.Attribute or t is ast.Expr or t is ast.keyword:  # the one child: value
+            self.visit(node.value)
         elif t is ast.Assign:
             self.visit_Assign(node)
         elif t not in _AST_LEAVES:
@@ -847,7 +849,11 @@ class _Folder(ast.NodeVisitor):
                 v = self.fold(fn.value)
                 if v is not None and not isinstance(fn.value, ast.Constant):
                     self.uses.append(("path", v, name))
-        self.generic_visit(node)
+        self.visit(fn)  # generic_visit of a Call: func, args, keywords
+        for a in node.args:
+            self.visit(a)
+        for k in node.keywords:
+            self.visit(k.value)
 
     def fold(self, n) -> str | None:
         try:
