@@ -154,6 +154,21 @@ def _into_hidden(comps: tuple[str, ...]) -> bool:
     return False
 
 
+def _names_hidden(path: str, cwd: tuple[str, ...]) -> bool:
+    """``_into_hidden(_resolve(path, cwd))``, without resolving when it cannot be true: with no glob
+    character anywhere, a component must be exactly "hidden", so "hidden" must occur in the text."""
+    if "hidden" not in path and not any(ch in path for ch in "*?[") and not _cwd_may_hide(cwd):
+        return False
+    return _into_hidden(_resolve(path, cwd))
+
+
+def _cwd_may_hide(cwd: tuple[str, ...]) -> bool:
+    for c in cwd:
+        if "hidden" in c or "*" in c or "?" in c or "[" in c:
+            return True
+    return False
+
+
 def _contains_hidden(comps: tuple[str, ...]) -> bool:
     """Is tests/hidden inside this (possibly globbed) directory: the root, tests, or above the root?"""
     c = [x for x in comps if x != "/"]
@@ -208,6 +223,7 @@ _OP_CHARS = frozenset("&|;<>()\n")
 _BARE_RE = re.compile(r"[^ \t\\'\"$`|;&<>()\n#]+|#")
 _DQ_RUN_RE = re.compile(r'[^"\\$`]+')  # inside double quotes: no quote, backslash, $ or backquote
 _OPS = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")
+_OP_RE = re.compile("|".join(re.escape(op) for op in _OPS))  # alternatives tried in _OPS order
 
 
 def _tokenize(s: str) -> list:
@@ -260,7 +276,9 @@ def _tokenize(s: str) -> list:
     while i < n:
         c = s[i]
         if c in " \t":
-            flush()
+            if word:
+                toks.append(("word", list(word)))
+                word.clear()
             i += 1
         elif c == "#" and not word:
             j = s.find("\n", i)
@@ -328,18 +346,18 @@ def _tokenize(s: str) -> list:
             word.append(("lit", m.group(0), False))
             i = m.end()
         else:
-            for op in _OPS:
-                if s.startswith(op, i):
-                    if (
-                        op in ("<", ">", ">>", ">&", "<&")
-                        and word
-                        and all(p[0] == "lit" and not p[2] and p[1].isdigit() for p in word)
-                    ):
-                        word.clear()  # a file descriptor number: 2>&1, 3<file
-                    flush()
-                    toks.append(("op", op))
-                    i += len(op)
-                    break
+            m = _OP_RE.match(s, i)  # the first of _OPS that starts here, as a loop over _OPS would find
+            if m is not None:
+                op = m.group(0)
+                if (
+                    op in ("<", ">", ">>", ">&", "<&")
+                    and word
+                    and all(p[0] == "lit" and not p[2] and p[1].isdigit() for p in word)
+                ):
+                    word.clear()  # a file descriptor number: 2>&1, 3<file
+                flush()
+                toks.append(("op", op))
+                i += len(op)
             else:
                 j = i
                 while j < n and s[j] not in " \t\\'\"$`|;&<>()\n":
@@ -483,6 +501,8 @@ class RuleFilter:
         return data
 
     def _expand(self, word, st: _State) -> str:
+        if len(word) == 1 and word[0][0] == "lit":  # the common case: one literal part
+            return word[0][1]
         out = []
         for p in word:
             if p[0] == "lit":
@@ -505,9 +525,17 @@ class RuleFilter:
         out: list[str] = []
         for w in words:
             s = self._expand(w, st)
-            glob_braces = any(p[0] == "lit" and not p[2] and "{" in p[1] for p in w)
+            glob_braces = unquoted_var = False  # one pass over the parts for both flags
+            for p in w:
+                if p[0] == "lit":
+                    if not p[2] and "{" in p[1]:
+                        glob_braces = True
+                elif p[0] == "var" or p[0] == "sub":
+                    unquoted_var = True
+            if not glob_braces and not unquoted_var:
+                out.append(s)
+                continue
             for e in _brace(s) if glob_braces else [s]:
-                unquoted_var = any(p[0] in ("var", "sub") for p in w)
                 out.extend(e.split() if unquoted_var and e.strip() else [e])
         return out
 
@@ -639,8 +667,9 @@ class RuleFilter:
         return out
 
     def _path(self, word: str, st: _State, cmd: str) -> None:
-        for w in (word, *word.split(":")[1:], *word.split("=")[1:]):
-            if w and _into_hidden(_resolve(w, st.cwd)):
+        ws = (word, *word.split(":")[1:], *word.split("=")[1:]) if ":" in word or "=" in word else (word,)
+        for w in ws:
+            if w and _names_hidden(w, st.cwd):
                 st.reasons.append(f"{cmd} names {w} (resolves into tests/hidden)")
                 return
 
