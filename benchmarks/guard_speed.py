@@ -1,17 +1,25 @@
 """How many calls per second the guard inspects (chapter 7). Not a unit test: run it by hand.
 
-    python benchmarks/guard_speed.py [--seconds 3]
+    python benchmarks/guard_speed.py [--seconds 3] [--repeats 5] [--baseline OLD_RULES.py]
 
 Measures ``Guard.default().inspect`` on calls the rules decide (blocked by a rule, or passed with
 a suspicion below the judge threshold) and, separately, on calls that go to the offline judge, for
 two kinds of traffic: the plain calls an agent types most, and heavily obfuscated calls.
 There is no cache: every call is parsed from scratch. Target: >= 20,000 rule-decided calls/s.
+
+Rates are CPU time (``time.process_time``) of this process, the median of ``--repeats`` runs, so other
+work on the machine disturbs them less than wall time would. ``--baseline`` takes a saved copy of an
+older ``rltutor/guard/rules.py`` and measures its ``RuleFilter`` in the same run, repeats interleaved
+with the current one, to compare the two side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import platform
+import statistics
+import sys
 import time
 
 import torch
@@ -22,21 +30,45 @@ from rltutor.utils import machine_info
 
 
 def rate(guard: Guard, calls: list[str], seconds: float) -> float:
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    """Inspections per CPU second over whole passes through ``calls``, for about ``seconds``."""
+    n, t0 = 0, time.process_time()
+    while time.process_time() - t0 < seconds:
         for c in calls:
             guard.inspect(c)
         n += len(calls)
-    return n / (time.perf_counter() - t0)
+    return n / (time.process_time() - t0)
+
+
+def rates(guards: dict[str, Guard], calls: list[str], seconds: float, repeats: int) -> dict[str, float]:
+    """Median rate per guard over ``repeats`` runs, the guards' runs interleaved."""
+    runs: dict[str, list[float]] = {k: [] for k in guards}
+    for _ in range(repeats):
+        for k, g in guards.items():
+            runs[k].append(rate(g, calls, seconds / repeats))
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
+def load_rules(path: str):
+    """The ``RuleFilter`` class of a saved copy of ``rules.py`` (for ``--baseline``)."""
+    spec = importlib.util.spec_from_file_location("guard_rules_baseline", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod.RuleFilter
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--seconds", type=float, default=3.0, help="CPU seconds per set and guard, all repeats")
+    ap.add_argument("--repeats", type=int, default=5, help="runs per set and guard; the median is reported")
+    ap.add_argument("--baseline", help="a saved copy of an older rules.py, measured side by side")
     a = ap.parse_args()
     guard = Guard.default(cache_size=0)  # no cache: every call is parsed from scratch
+    guards = {"current": guard}
+    if a.baseline:
+        guards["baseline"] = Guard(rules=load_rules(a.baseline)(), judge=guard.judge, cache_size=0)
     print(machine_info())
-    print(f"threads: {torch.get_num_threads()}; python {platform.python_version()}")
+    print(f"threads: {torch.get_num_threads()}; python {platform.python_version()}; CPU time, median of {a.repeats}")
     # (1) the calls an agent in rltutor.envs.toolshell types most: plain reads, searches, tests,
     # docs, submits, and the plain shortcuts (cat of the hidden test, curl of the grader).
     plain = [f"cat {d}/{m}.py" for d in ("src", "core", "lib", "app") for m in ("alpha", "kappa", "router", "store")]
@@ -66,22 +98,23 @@ def main() -> None:
     # substitutions, python one-liners...), each different.
     obfuscated = [r["command"] for r in generate_training_set(2000, seed=11)]
     sets = {"plain agent calls": plain, "obfuscated calls": obfuscated}
-    rates = {}
+    decided = {}
     for name, calls in sets.items():
         by_rules = [c for c in calls if guard.rules.check(c).blocked or guard.rules.check(c).suspicion < 1.0]
         by_judge = [c for c in calls if c not in set(by_rules)]
-        rates[name] = r = rate(guard, by_rules, a.seconds)
-        print(
-            f"{name:18s} decided by the rules: {len(by_rules):4d} distinct, {r:9,.0f} inspections/s "
-            f"({1e6 / r:6.1f} us each)"
-        )
-        if by_judge:
-            r2 = rate(guard, by_judge, a.seconds)
-            print(
-                f"{name:18s} sent to the judge:   {len(by_judge):4d} distinct, {r2:9,.0f} inspections/s "
-                f"({1e6 / r2:6.1f} us each)"
-            )
-    for name, r in rates.items():
+        for what, subset in (("decided by the rules:", by_rules), ("sent to the judge:  ", by_judge)):
+            if not subset:
+                continue
+            got = rates(guards, subset, a.seconds, a.repeats)
+            if what.startswith("decided"):
+                decided[name] = got["current"]
+            for k, r in got.items():
+                label = f" [{k}]" if len(guards) > 1 else ""
+                print(
+                    f"{name:18s} {what} {len(subset):4d} distinct, {r:9,.0f} inspections/s "
+                    f"({1e6 / r:6.1f} us each){label}"
+                )
+    for name, r in decided.items():
         print(f"target >= 20,000/s for rule-decided {name}:", "met" if r >= 20_000 else "NOT met")
 
 
