@@ -376,3 +376,95 @@ def test_verdicts_are_cached_but_judge_failures_are_not():
     assert len(calls) == 2  # retried, not cached
     v = g.inspect("cat tests/hidden/x.py")
     assert g.inspect("cat tests/hidden/x.py") is v
+
+
+# -- the speed work on the rule filter must not change what it concludes -------------------------
+
+# sha256 of the rule filter's (reasons, suspicion, views) on eval.jsonl then dev.jsonl, line by line,
+# recorded before the rules were made faster. A change to the rules that is *meant* to change a
+# verdict updates it (and says so in its commit); an optimisation must leave it as it is.
+RULE_OUTPUT_SHA256 = "8481568d0dc217ce641ff0811cf9ca5684c457e2a172485f55a094a872cdaa54"
+
+
+def test_rule_outputs_on_the_shipped_sets_are_pinned():
+    import hashlib
+    from pathlib import Path
+
+    f = RuleFilter()
+    h = hashlib.sha256()
+    for name in ("eval.jsonl", "dev.jsonl"):
+        for line in open(Path(EVAL_SET).parent / name):
+            r = f.check(json.loads(line)["command"])
+            h.update(json.dumps([r.reasons, r.suspicion, r.views]).encode())
+    assert h.hexdigest() == RULE_OUTPUT_SHA256
+
+
+def test_names_hidden_shortcut_agrees_with_resolving():
+    from rltutor.guard.rules import _into_hidden, _names_hidden
+
+    paths = [
+        "tests/hidden",
+        "hidden/x.py",
+        "./tests//hidden/",
+        "../hidden",
+        "src/a.py",
+        "tests/h*",
+        "t?sts/hid[d]en",
+        "~/tests/hidden",
+        "/tests/hidden",
+        "..",
+        "x",
+        "tests",
+        "hidden",
+        "*/*",
+    ]
+    cwds = [(), ("tests",), ("docs",), ("tests", "h*"), ("tests", "hidden"), ("/",), ("..",), ("t*",)]
+    for p in paths:
+        for cwd in cwds:
+            assert _names_hidden(p, cwd) == _into_hidden(_resolve(p, cwd)), (p, cwd)
+
+
+def test_operator_regex_finds_what_a_loop_over_the_operators_finds():
+    from rltutor.guard.rules import _OP_RE, _OPS
+
+    text = "a&&b||c;;d>>e<<f>&g<&h|i;j&k<l>m\nn(o)p 2>&1 ||| &&& >>>"
+    for i in range(len(text)):
+        first = next((op for op in _OPS if text.startswith(op, i)), None)
+        m = _OP_RE.match(text, i)
+        assert (m.group(0) if m else None) == first, i
+
+
+def test_double_quoted_words_keep_backslashes_that_escape_nothing():
+    from rltutor.guard.rules import _tokenize
+
+    toks = _tokenize('cat "a\\qb\\$c\\"d" "x$HOME/y`pwd`z"')
+    assert toks == [
+        ("word", [("lit", "cat", False)]),
+        ("word", [("lit", 'a\\qb$c"d', True)]),
+        ("word", [("lit", "x", True), ("var", "HOME"), ("lit", "/y", True), ("sub", "pwd"), ("lit", "z", True)]),
+    ]
+
+
+def test_python_walk_visits_what_ast_nodevisitor_visits():
+    import ast
+
+    from rltutor.guard.rules import _Folder
+
+    class Reference(_Folder):  # the library's own traversal
+        visit = ast.NodeVisitor.visit
+        generic_visit = ast.NodeVisitor.generic_visit
+
+    codes = [
+        "print(open(chr(116)+'ests/'+'hid'+'den/t.py').read())",
+        "import os;[print(open(os.path.join(r,f)).read()) for r,_,fs in os.walk('tests') for f in fs]",
+        "p='tests';q=p+'/hidden';import subprocess;subprocess.run(['cat', q+'/a.py'], check=True)",
+        "from pathlib import Path;print(*(x.read_text() for x in Path('tests').rglob('*.py')))",
+        "import base64,os;os.system(base64.b64decode('Y2F0IHRlc3RzL2hpZGRlbi90LnB5').decode())",
+        "x = f'{\"tests\"}/{\"hidden\"}'; exec('print(open(x).read())' if x else '', {'k': -1})",
+    ]
+    for code in codes:
+        tree = ast.parse(code)
+        a, b = _Folder(), Reference()
+        a.visit(tree)
+        b.visit(tree)
+        assert (a.uses, a.unknown, a.printed, a.env) == (b.uses, b.unknown, b.printed, b.env), code
