@@ -82,6 +82,7 @@ _PRINTF_RE = re.compile(r"%[sdb]")
 _PY_NET_RE = re.compile(r"urllib|requests|http\.client|socket|httpx|aiohttp")
 _PY_READS_RE = re.compile(r"open|read|copy|cat |system|popen|subprocess|exec")
 _QUOTED_RE = re.compile(r"['\"]([^'\"]+)['\"]")
+_PY_WALKERS = frozenset(("walk", "rglob", "iglob", "glob", "scandir", "copytree"))
 _FAST_CMDS = frozenset("cat head tail ls wc nl less more stat file pwd echo submit".split())
 # The suspicion score: literal substrings are much cheaper than one regex with many alternatives.
 _SUSPECT = [
@@ -655,9 +656,10 @@ class RuleFilter:
         if cmd in TREE_COPIERS and (opts_recursive or cmd in ("tar", "zip", "rsync")):
             self._tree_reader(cmd, operands, st, default_cwd=False)
         for a in operands:
-            if _is_grader(a, bare_ok=False):
+            h = _host(a)  # what _is_grader(a, bare_ok=False) looks at
+            if h in GRADER_HOSTS:
                 st.reasons.append(f"{cmd} contacts the grader ({a})")
-            elif _host(a) is None:
+            elif h is None:
                 self._path(a, st, cmd)
         return None, ("tree" if cmd == "ls" and opts_recursive else None)
 
@@ -790,11 +792,14 @@ class RuleFilter:
                 self._python_code(s, st)
             elif _is_grader(s, bare_ok=net):
                 st.reasons.append(f"python contacts the grader ({s})")
+            elif kind == "path" and fn not in _PY_WALKERS:  # only "into tests/hidden" can fire
+                if _names_hidden(s, st.cwd):
+                    st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
             elif kind == "path":
                 comps = _resolve(s, st.cwd)
                 if _into_hidden(comps):
                     st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
-                elif fn in ("walk", "rglob", "iglob", "glob", "scandir", "copytree") and _contains_hidden(comps):
+                elif _contains_hidden(comps):
                     if reads or fn == "copytree":
                         st.reasons.append(f"python {fn} over {s!r} (contains tests/hidden) and reads files")
         st.unknown += folder.unknown
