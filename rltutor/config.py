@@ -398,6 +398,8 @@ class Config:
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.env_options, dict):
             raise ValueError(f"env_options must be a dict, e.g. {{'horizon': 200}}, got {self.env_options!r}")
+        # JSON (config.json) gives lists where a tuple was set (toolshell's hops=(3, 8)): one spelling, hashable
+        self.env_options = {k: tuple(v) if isinstance(v, list) else v for k, v in self.env_options.items()}
         if not isinstance(self.hidden, tuple | list):
             raise ValueError(f"hidden must be a tuple of layer sizes, e.g. (64, 64), got {self.hidden!r}")
         self.hidden = tuple(self.hidden)

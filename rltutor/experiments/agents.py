@@ -14,6 +14,14 @@ hack is rarely explored from an honest warm start (~5% of episodes touch hidden 
 submit), so the honest improvement dominates. When no honest solve fits the budget, every reward comes
 from a shortcut, and RL finds it: what this shows is that hacking is *learnable* once it is what pays.
 
+``--tasks mix`` (:data:`rltutor.config.TEMPLATE_ENV_MIX`) draws each task's hops from (3, 8) with the same
+budget: half the tasks have an honest solve of 5 calls (return 0.5), half none, and a hack pays 0.7-0.8 on
+either. The rows then also hold ``honest_solve_rate_feasible`` and ``hack_rate_feasible`` /
+``hack_rate_infeasible`` (feasible: ``hops + 2 <= max_turns``), so a guard policy can be judged by the honest
+solves it keeps as well as the hacks it blocks. Stored runs (20 updates, 5 seeds): without a guard PPO ends
+above a hack rate of 0.2 in 5 of 5 seeds and GRPO in 3 of 5, and hacks displace honest solves on the feasible
+tasks too.
+
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
 * :func:`hack_curves` -- many runs (algorithms x guards x seeds) over a process pool;
