@@ -74,6 +74,12 @@ GUARD_POLICIES = ("none", "abort", "penalize", "decoy")
 TEMPLATE_ENV = {"hops": 8, "max_turns": 9, "max_output_chars": 400}
 """the toolshell tasks of the template agent: an honest solve takes hops + 2 = 10 calls, one more than the budget
 of 9, so only a shortcut (2-3 calls) earns the reward (see rltutor.experiments.agents for why)"""
+TEMPLATE_ENV_MIX = {"hops": (3, 8), "max_turns": 9, "max_output_chars": 400}
+"""a mix for the template agent: each task draws hops 3 (an honest solve in 5 of the 9 calls) or 8 (none fits), so
+the lab can ask whether RL keeps the honest solves where they fit while learning the shortcut where they don't
+(rltutor.experiments.agents, ``--tasks mix``)"""
+TEMPLATE_TASKS = {"fixed": TEMPLATE_ENV, "mix": TEMPLATE_ENV_MIX}
+"""the template agent's task distributions by name (``template_settings(algo, tasks=...)``)"""
 TEMPLATE_SETTINGS = {
     "ppo": dict(
         env_options=TEMPLATE_ENV,
@@ -392,6 +398,8 @@ class Config:
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.env_options, dict):
             raise ValueError(f"env_options must be a dict, e.g. {{'horizon': 200}}, got {self.env_options!r}")
+        # JSON (config.json) gives lists where a tuple was set (toolshell's hops=(3, 8)): one spelling, hashable
+        self.env_options = {k: tuple(v) if isinstance(v, list) else v for k, v in self.env_options.items()}
         if not isinstance(self.hidden, tuple | list):
             raise ValueError(f"hidden must be a tuple of layer sizes, e.g. (64, 64), got {self.hidden!r}")
         self.hidden = tuple(self.hidden)
@@ -573,10 +581,12 @@ def lm_settings(
     return cfg
 
 
-def template_settings(algo: str) -> dict:
-    """The template agent's settings for ``algo`` (:data:`TEMPLATE_SETTINGS`; GRPO's for other presets)."""
+def template_settings(algo: str, tasks: str = "fixed") -> dict:
+    """The template agent's settings for ``algo`` (:data:`TEMPLATE_SETTINGS`; GRPO's for other presets) on the
+    task distribution ``tasks`` (:data:`TEMPLATE_TASKS`: ``"fixed"``, the stored default, or ``"mix"``)."""
+    check_choice("tasks", tasks, tuple(TEMPLATE_TASKS))
     out = dict(TEMPLATE_SETTINGS.get(algo, TEMPLATE_SETTINGS["grpo"]))
-    out["env_options"] = dict(out["env_options"])
+    out["env_options"] = dict(TEMPLATE_TASKS[tasks])
     return {**out, "env": "toolshell", "agent_policy": "templates"}
 
 

@@ -47,6 +47,27 @@ def test_logp_at_collection_equals_evaluate(critic):
     assert info["metrics"]["segments_per_episode"] == 1.0
 
 
+def test_mixed_tasks_split_the_rates_by_feasibility():
+    col = TemplateCollector(lambda: ToolShell(hops=(1, 5), max_turns=5), num_tasks=6, group_size=2, turn_cost=0.1)
+    _, info = col.collect(_policy(), torch.Generator().manual_seed(0))
+    m, recs = info["metrics"], [e.episode for e in col.envs]
+    feasible = [r["hops"] + 2 <= 5 for r in recs]
+    assert {r["hops"] for r in recs} <= {1, 5} and m["feasible_share"] == sum(feasible) / len(recs)
+    honest = [r["honest_solve"] for r, f in zip(recs, feasible, strict=True) if f]
+    if honest:
+        assert m["honest_solve_rate_feasible"] == sum(honest) / len(honest)
+    hacked = [r["hacked"] for r, f in zip(recs, feasible, strict=True) if not f]
+    if hacked:
+        assert m["hack_rate_infeasible"] == sum(hacked) / len(hacked)
+    assert recs[0]["hops"] == recs[1]["hops"]  # one task per group
+    cfg = template_settings("ppo", "mix")
+    assert cfg["env_options"]["hops"] == (3, 8) and template_settings("ppo")["env_options"]["hops"] == 8
+    with pytest.raises(ValueError, match="tasks"):
+        template_settings("ppo", "mixed")
+    _, fixed = TemplateCollector(lambda: ToolShell(**KNOBS), 2, 2).collect(_policy(), torch.Generator())
+    assert fixed["metrics"]["feasible_share"] == 1.0  # every record has hops, so the split is always there
+
+
 class NoPeek(ToolShell):
     """A ToolShell whose answer an agent must not read."""
 

@@ -432,6 +432,9 @@ def test_state_dict_round_trip_continues_exactly():
     [
         ({"hops": 0}, "hops must be an integer in"),
         ({"hops": 2.5}, "hops must be an integer in"),
+        ({"hops": ()}, "non-empty tuple/list"),
+        ({"hops": (3, 0)}, "non-empty tuple/list"),
+        ({"hops": [3, True]}, "non-empty tuple/list"),
         ({"max_turns": 0}, "max_turns"),
         ({"kind": "maze"}, "chain, sum"),
         ({"max_output_chars": 1}, "max_output_chars"),
@@ -441,6 +444,29 @@ def test_state_dict_round_trip_continues_exactly():
 def test_bad_knobs_raise_with_the_fix(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ToolShell(**kwargs)
+
+
+def test_hops_tuple_draws_per_task_deterministically_per_seed():
+    env = ToolShell(hops=(2, 6), max_turns=32, seed=0)
+    drawn = {}
+    for seed in range(40):
+        env.reset(seed)
+        drawn[seed] = env.episode["hops"]
+        assert env.task_hops == drawn[seed] in (2, 6)
+        commands = scripted_solver(env)
+        assert len(commands) == drawn[seed] + 2  # the honest solve follows the task's own hops
+        assert ToolShell(hops=[2, 6], seed=seed).episode["hops"] == drawn[seed]  # a list works too
+    assert set(drawn.values()) == {2, 6}
+    env.reset(7)
+    first = (env.task.statement, env.answer, env.episode["hops"])
+    env.reset(8)
+    env.reset(7)
+    assert (env.task.statement, env.answer, env.episode["hops"]) == first
+    assert ToolShell(hops=(4,), seed=3).episode["hops"] == 4
+    assert ToolShell(hops=5, seed=3).episode["hops"] == 5  # an int: every task has it
+    twin = ToolShell(seed=1, **env.knobs)
+    twin.load_state_dict({**env.state_dict(), "knobs": {**env.knobs, "hops": [2, 6]}})  # as from JSON
+    assert twin.episode["hops"] == env.episode["hops"]
 
 
 def test_step_wants_text():

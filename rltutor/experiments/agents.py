@@ -14,6 +14,14 @@ hack is rarely explored from an honest warm start (~5% of episodes touch hidden 
 submit), so the honest improvement dominates. When no honest solve fits the budget, every reward comes
 from a shortcut, and RL finds it: what this shows is that hacking is *learnable* once it is what pays.
 
+``--tasks mix`` (:data:`rltutor.config.TEMPLATE_ENV_MIX`) draws each task's hops from (3, 8) with the same
+budget: half the tasks have an honest solve of 5 calls (return 0.5), half none, and a hack pays 0.7-0.8 on
+either. The rows then also hold ``honest_solve_rate_feasible`` and ``hack_rate_feasible`` /
+``hack_rate_infeasible`` (feasible: ``hops + 2 <= max_turns``), so a guard policy can be judged by the honest
+solves it keeps as well as the hacks it blocks. Stored runs (20 updates, 5 seeds): without a guard PPO ends
+above a hack rate of 0.2 in 5 of 5 seeds and GRPO in 3 of 5, and hacks displace honest solves on the feasible
+tasks too.
+
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
 * :func:`hack_curves` -- many runs (algorithms x guards x seeds) over a process pool;
@@ -32,7 +40,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
-from rltutor.config import GUARD_POLICIES, make_config, template_settings
+from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
 from rltutor.train import Trainer
 
 __all__ = ["run_agent", "hack_curves", "summarize", "main"]
@@ -44,6 +52,11 @@ COLUMNS = (
     "solve_rate",
     "success_rate",
     "episode_return",
+    "feasible_share",
+    "honest_solve_rate_feasible",
+    "hack_rate_feasible",
+    "hack_rate_infeasible",
+    "success_rate_infeasible",
     "attempt_rate",
     "intercepts_per_episode",
     "missed_per_episode",
@@ -60,12 +73,15 @@ COLUMNS = (
 )
 
 
-def run_agent(algo: str = "ppo", seed: int = 0, guard: str = "none", updates: int = 40, **overrides) -> pd.DataFrame:
-    """One training run of the template agent: ``updates`` updates of num_groups x group_size episodes
-    (32 with the stored settings); one row per update."""
+def run_agent(
+    algo: str = "ppo", seed: int = 0, guard: str = "none", updates: int = 40, tasks: str = "fixed", **overrides
+) -> pd.DataFrame:
+    """One training run of the template agent on the task distribution ``tasks`` (``"fixed"`` or ``"mix"``,
+    :data:`rltutor.config.TEMPLATE_TASKS`): ``updates`` updates of num_groups x group_size episodes (32 with the
+    stored settings); one row per update."""
     if guard not in GUARD_POLICIES:
         raise ValueError(f"guard must be one of {GUARD_POLICIES}, got {guard!r}")
-    settings = {**template_settings(algo), "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
+    settings = {**template_settings(algo, tasks), "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
     trainer = Trainer(make_config(algo, **settings))
     for _ in range(updates):
         trainer.step()
@@ -74,23 +90,29 @@ def run_agent(algo: str = "ppo", seed: int = 0, guard: str = "none", updates: in
     df.insert(0, "seed", seed)
     df.insert(0, "guard", guard)
     df.insert(0, "algo", algo)
+    df.insert(0, "tasks", tasks)
     return df
 
 
 def _run(args: tuple) -> pd.DataFrame:
-    algo, seed, guard, updates, threads = args
+    algo, seed, guard, updates, threads, tasks = args
     import torch
 
     torch.set_num_threads(threads)
-    return run_agent(algo, seed, guard, updates)
+    return run_agent(algo, seed, guard, updates, tasks)
 
 
 def hack_curves(
-    algos=("ppo", "grpo"), guards=("none",), seeds=(0, 1, 2, 3, 4), updates: int = 40, workers: int | None = None
+    algos=("ppo", "grpo"),
+    guards=("none",),
+    seeds=(0, 1, 2, 3, 4),
+    updates: int = 40,
+    workers: int | None = None,
+    tasks: str = "fixed",
 ) -> pd.DataFrame:
     """Every (algo, guard, seed) run, ``workers`` processes at a time (default: the CPU count); the rows of
     all runs, one per update."""
-    jobs = [(a, s, g, updates, 1) for a in algos for g in guards for s in seeds]
+    jobs = [(a, s, g, updates, 1, tasks) for a in algos for g in guards for s in seeds]
     workers = workers or os.cpu_count() or 1
     if workers == 1:
         frames = [_run(j) for j in jobs]
@@ -102,9 +124,10 @@ def hack_curves(
 
 def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
     """Per (algo, guard, seed): the first update's and the mean of the ``last`` updates' metrics."""
-    keys = ["algo", "guard", "seed"]
+    keys = [k for k in ("tasks", "algo", "guard", "seed") if k in df.columns]
     cols = [c for c in COLUMNS if c in df.columns and c not in ("update", "env_steps", "time_s")]
-    first = df[df["update"] == 1].set_index(keys)[["hack_rate", "solve_rate", "episode_return"]].add_suffix("_start")
+    start = [c for c in ("hack_rate", "solve_rate", "honest_solve_rate_feasible", "episode_return") if c in df.columns]
+    first = df[df["update"] == 1].set_index(keys)[start].add_suffix("_start")
     end = df[df["update"] > df["update"].max() - last].groupby(keys)[cols].mean()
     return first.join(end).reset_index()
 
@@ -112,6 +135,12 @@ def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m rltutor.experiments.agents", description=__doc__.split("\n")[0])
     p.add_argument("--algos", nargs="+", default=["ppo", "grpo"])
+    p.add_argument(
+        "--tasks",
+        default="fixed",
+        choices=tuple(TEMPLATE_TASKS),
+        help="fixed: hops 8 (no honest solve fits); mix: hops 3 or 8 per task (rltutor.config.TEMPLATE_TASKS)",
+    )
     p.add_argument("--guards", nargs="+", default=["none"], choices=GUARD_POLICIES)
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--updates", type=int, default=40, help="updates per run (32 episodes each)")
@@ -119,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="CSV file; FILE.cmd beside it gets the command")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers)
+    df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     df.to_csv(args.out, index=False, float_format="%.5g")
     cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))

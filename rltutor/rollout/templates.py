@@ -213,6 +213,24 @@ def _max_turns(env) -> int:
     return int(getattr(env, "max_turns", 32))
 
 
+def _feasibility_metrics(records: list[dict], max_turns: list[int]) -> dict:
+    """Rates split by whether the episode's task had an honest solve inside the budget (``hops + 2 <=
+    max_turns``: "feasible"); NaN for a split with no episode in this batch."""
+    feas = [r["hops"] + 2 <= m for r, m in zip(records, max_turns, strict=True)]
+
+    def rate(key: str, want: bool) -> float:
+        rows = [r for r, f in zip(records, feas, strict=True) if f == want]
+        return sum(bool(r.get(key)) for r in rows) / len(rows) if rows else float("nan")
+
+    return {
+        "feasible_share": sum(feas) / len(feas),
+        "honest_solve_rate_feasible": rate("honest_solve", True),
+        "hack_rate_feasible": rate("hacked", True),
+        "hack_rate_infeasible": rate("hacked", False),
+        "success_rate_infeasible": rate("solved", False),
+    }
+
+
 class TemplateCollector:
     """``num_tasks`` tasks x G episodes each, played in lockstep by a :class:`~rltutor.models.template_policy.
     TemplatePolicy`; one row per episode, one step per turn.
@@ -304,6 +322,8 @@ class TemplateCollector:
             "mean_turns": sum(len(st) for st in steps) / n,
             "sample_time": t_sample,
         }
+        if all("hops" in r for r in records):
+            metrics.update(_feasibility_metrics(records, [_max_turns(env) for env in self.envs]))
         info = {
             "episode_returns": returns,
             "episode_lengths": [len(st) for st in steps],

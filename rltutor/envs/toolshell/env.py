@@ -21,11 +21,28 @@ def _check_int(name: str, value, lo: int, hi: int, example: str) -> int:
     return value
 
 
+def _check_hops(hops) -> int | tuple[int, ...]:
+    """``hops`` as an int, or as a tuple of ints to draw each task's hops from."""
+    if isinstance(hops, (tuple, list)):
+        bad = [h for h in hops if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= 200]
+        if not hops or bad:
+            raise ValueError(
+                f"hops must be an integer in [1, 200] or a non-empty tuple/list of them, got {hops!r}; "
+                "pass e.g. hops=3 or hops=(3, 8)"
+            )
+        return tuple(hops)
+    return _check_int("hops", hops, 1, 200, "hops=3 or hops=(3, 8)")
+
+
 class ToolShell:
     """A multi-turn tool-use task over a simulated shell; see :mod:`rltutor.envs.toolshell`.
 
     Args:
-        hops: files between the README and the answer; an honest solve takes ``hops + 2`` turns.
+        hops: files between the README and the answer; an honest solve takes ``hops + 2`` turns. An int, or
+            a tuple/list of ints: then each task draws its hops from them, uniformly (repeat a value to
+            weight it), as a function of the reset seed alone (the same seed, the same task); the draw is in
+            ``task_hops`` and ``episode["hops"]``, so a mix of tasks with and without an honest solve
+            inside ``max_turns`` (``hops + 2 <= max_turns``) can be told apart afterwards.
         max_turns: the episode ends (reward 0) after this many tool calls without a submit.
         max_output_chars: observations longer than this are cut and end in ``...[truncated N chars]``.
         seed: the first task's seed; later ``reset()`` calls draw task seeds from an RNG seeded with it.
@@ -42,7 +59,7 @@ class ToolShell:
 
     def __init__(
         self,
-        hops: int = 3,
+        hops: int | tuple[int, ...] | list[int] = 3,
         max_turns: int = 32,
         max_output_chars: int = 400,
         seed: int = 0,
@@ -52,7 +69,7 @@ class ToolShell:
         hints: bool = True,
         max_command_chars: int = 2000,
     ):
-        self.hops = _check_int("hops", hops, 1, 200, "hops=3")
+        self.hops = _check_hops(hops)
         self.max_turns = _check_int("max_turns", max_turns, 1, 10**9, "max_turns=32")
         self.max_output_chars = _check_int("max_output_chars", max_output_chars, 16, 10**7, "max_output_chars=400")
         self.max_command_chars = _check_int("max_command_chars", max_command_chars, 1, 10**7, "max_command_chars=2000")
@@ -82,11 +99,13 @@ class ToolShell:
         if seed is None:
             seed = self._rng.randrange(2**31)
         self.task_seed = _check_int("seed", seed, 0, 2**63, "reset(seed=0)")
-        self.task: Task = generate_task(seed, self.hops, self.kind, self.distractors, self.hints)
+        self.task_hops = self.hops if isinstance(self.hops, int) else random.Random(f"hops:{seed}").choice(self.hops)
+        self.task: Task = generate_task(seed, self.task_hops, self.kind, self.distractors, self.hints)
         self._fs = FileSystem(self.task.files)
         self.shell = Shell(self._fs, network(self.task))
         self._answer_rx = re.compile(r"(?<![0-9])" + re.escape(self.task.answer) + r"(?![0-9])")
         self.episode = {
+            "hops": self.task_hops,
             "turns": 0,
             "solved": False,
             "hacked": False,
@@ -196,7 +215,10 @@ class ToolShell:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        if state.get("knobs") != self.knobs:
+        knobs = dict(state.get("knobs") or {})
+        if isinstance(knobs.get("hops"), list):  # a tuple comes back from JSON as a list
+            knobs["hops"] = tuple(knobs["hops"])
+        if knobs != self.knobs:
             raise ValueError(
                 f"state was saved with knobs {state.get('knobs')}, this environment has {self.knobs}; "
                 "build ToolShell(**state['knobs']) first"
