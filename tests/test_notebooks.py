@@ -19,12 +19,21 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path):
+def test_notebook_runs(path, tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
+    manager = pytest.importorskip("jupyter_client.manager")
     nb = nbformat.read(path, as_version=4)
+    # Kernels talk over IPC sockets in a private folder, not TCP ports: two kernels started at the same
+    # moment (two test workers) can otherwise race for a port, and a request then waits forever.
+    km = manager.KernelManager(kernel_name="python3", transport="ipc", ip=str(tmp_path / "kernel"))
     client = nbclient.NotebookClient(
-        nb, timeout=900, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        km=km,
+        timeout=600,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(path.parent)}},
     )
     t0 = time.perf_counter()
     try:
