@@ -48,6 +48,18 @@ __all__ = [
 ]
 
 
+_SFT_CACHE: dict = {}  # warm-started weights by setting, so runs that should share a start do
+
+
+def _cached_start(key: tuple, module: torch.nn.Module, train) -> None:
+    """Give ``module`` the warm-started weights of setting ``key``: ``train()`` (which trains ``module`` in
+    place) runs once per setting in a process; later calls copy the cached CPU weights into ``module``."""
+    if key not in _SFT_CACHE:
+        train()
+        _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+    module.load_state_dict(_SFT_CACHE[key])
+
+
 def build(config: Config):
     """The policy and collector ``config`` asks for (see the module docstring)."""
     if not isinstance(config, Config):
@@ -125,7 +137,8 @@ def template_warm_start(config: Config, env: ToolShell, device=None) -> Template
     )
     torch.manual_seed(config.seed)
     policy = TemplatePolicy(CAND_DIM, STATE_DIM, hidden=64, critic=config.critic)
-    if key not in _SFT_CACHE:
+
+    def clone():
         knobs = env.knobs
         demos = template_demos(lambda: ToolShell(**knobs), scripted_solver, 128, seed=config.seed)
         behaviour_clone(
@@ -136,8 +149,8 @@ def template_warm_start(config: Config, env: ToolShell, device=None) -> Template
             smoothing=config.bc_smoothing,
             generator=torch.Generator().manual_seed(config.seed),
         )
-        _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
-    policy.load_state_dict(_SFT_CACHE[key])
+
+    _cached_start(key, policy, clone)
     return policy.to(device) if device else policy
 
 
@@ -238,20 +251,19 @@ def agent_warm_start(config: Config, env: ToolShell | None = None, device=None) 
         seed=config.seed,
         device=device,
     )
-    if key not in _SFT_CACHE:
+
+    def train():
         g = torch.Generator().manual_seed(config.seed)
         demos = agent_demos(env, 256, seed=config.seed, **_agent_kwargs(config))
         agent_sft(model, demos, steps=config.sft_steps, lr=config.sft_lr, generator=g)
-        _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    model.load_state_dict(_SFT_CACHE[key])
+
+    _cached_start(key, model, train)
     return model
 
 
 # ----------------------------------------------------------------------------------------------
 # The supervised warm start
 # ----------------------------------------------------------------------------------------------
-
-_SFT_CACHE: dict = {}  # warm-started weights by setting, so runs that should share a start do
 
 
 def warm_start(config: Config, task: TokenTask | None = None, device=None) -> TinyGPT:
@@ -279,11 +291,13 @@ def warm_start(config: Config, task: TokenTask | None = None, device=None) -> Ti
         seed=config.seed,
         device=device,
     )
-    if key not in _SFT_CACHE:
-        g = torch.Generator().manual_seed(config.seed)
-        sft(model, task, steps=config.sft_steps, lr=config.sft_lr, generator=g)
-        _SFT_CACHE[key] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    model.load_state_dict(_SFT_CACHE[key])
+    _cached_start(
+        key,
+        model,
+        lambda: sft(
+            model, task, steps=config.sft_steps, lr=config.sft_lr, generator=torch.Generator().manual_seed(config.seed)
+        ),
+    )
     return model
 
 

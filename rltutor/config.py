@@ -80,34 +80,21 @@ the lab can ask whether RL keeps the honest solves where they fit while learning
 (rltutor.experiments.agents, ``--tasks mix``)"""
 TEMPLATE_TASKS = {"fixed": TEMPLATE_ENV, "mix": TEMPLATE_ENV_MIX}
 """the template agent's task distributions by name (``template_settings(algo, tasks=...)``)"""
+_TEMPLATE_COMMON = dict(
+    env_options=TEMPLATE_ENV,
+    num_groups=4,
+    group_size=8,
+    lr=1e-3,
+    anneal_lr=False,
+    epochs=4,
+    minibatches=4,
+    turn_cost=0.1,
+    sft_steps=200,
+    eval_every=0,
+)
 TEMPLATE_SETTINGS = {
-    "ppo": dict(
-        env_options=TEMPLATE_ENV,
-        num_groups=4,
-        group_size=8,
-        lr=1e-3,
-        anneal_lr=False,
-        gamma=0.99,
-        lam=0.95,
-        epochs=4,
-        minibatches=4,
-        ent_coef=0.02,
-        turn_cost=0.1,
-        sft_steps=200,
-        eval_every=0,
-    ),
-    "grpo": dict(
-        env_options=TEMPLATE_ENV,
-        num_groups=4,
-        group_size=8,
-        lr=1e-3,
-        anneal_lr=False,
-        epochs=4,
-        minibatches=4,
-        turn_cost=0.1,
-        sft_steps=200,
-        eval_every=0,
-    ),
+    "ppo": dict(_TEMPLATE_COMMON, gamma=0.99, lam=0.95, ent_coef=0.02),
+    "grpo": dict(_TEMPLATE_COMMON),
 }
 """Settings of the template agent per algorithm (``rltutor train --agent-policy templates`` applies them;
 ``--set`` wins); measured in rltutor.experiments.agents."""
