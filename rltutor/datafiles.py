@@ -32,8 +32,8 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 """The folder of the stored data files (inside the installed package)."""
 
 
-def path(name: str) -> Path:
-    """The path of the stored data file (or folder) ``name``, relative to :data:`DATA_DIR`.
+def path(name: str):  # returns a pathlib.Path (not annotated: the API reference resolves no stdlib types)
+    """The path (a ``pathlib.Path``) of the stored data file or folder ``name``, relative to :data:`DATA_DIR`.
 
     Raises ``FileNotFoundError`` naming the files that exist when there is none of that name.
     """
