@@ -112,7 +112,9 @@ def server():
 def browser(tmp_path_factory):
     executable = _chromium()
     if executable is None:
-        pytest.skip(f"no Chromium found ({', '.join(CHROMIUM_NAMES)}): {INSTALL}")
+        named = os.environ.get("RLTUTOR_CHROMIUM")
+        where = f"RLTUTOR_CHROMIUM={named} is not a file" if named else f"none of {', '.join(CHROMIUM_NAMES)}"
+        pytest.skip(f"no Chromium ({where}): {INSTALL}")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
