@@ -93,8 +93,17 @@ def _chromium() -> str | None:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # noqa: D102 - no request log on stderr
+    def log_message(self, *args):  # no request log on stderr
         pass
+
+    def do_GET(self):
+        # Chromium asks the site's root for /favicon.ico on its own; on the book's host that root is not
+        # the book's (a project site lives in a sub-folder), so its 404 says nothing about the book.
+        if self.path == "/favicon.ico":
+            self.send_response(204)
+            self.end_headers()
+            return
+        super().do_GET()
 
 
 @pytest.fixture(scope="module")
