@@ -215,6 +215,18 @@ def test_web_assets_are_the_pinned_ones(html_dir):
 
 
 @book
+def test_no_inline_script_twice(pages):
+    """An inline script repeated on a page re-declares its names: a second ``const THEBE_JS_URL`` threw a
+    SyntaxError on every page before book/_ext/rltutor_offline.py de-duplicated them."""
+    problems = []
+    for name, soup in pages.items():
+        bodies = [s.get_text() for s in soup.find_all("script", src=False) if not s.get("type")]
+        repeated = {b[:80] for b in bodies if b.strip() and bodies.count(b) > 1}
+        problems += [f"{name}: {b!r}" for b in sorted(repeated)]
+    assert not problems, "inline scripts included twice:\n" + "\n".join(problems)
+
+
+@book
 def test_no_pandas_series_footer(pages):
     """A Series printed or displayed ends in "Name: x, dtype: float64"; the chapters show DataFrames."""
     footer = re.compile(r"^(Name: .*, )?dtype: \w+$", re.M)
