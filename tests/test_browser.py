@@ -216,22 +216,26 @@ CHECK_JS = r"""
     }
   }
   // 5. overflow past the text column
-  const colRight = main.getBoundingClientRect().right + 1;
+  const col = main.getBoundingClientRect();
+  const colLeft = col.left - 1, colRight = col.right + 1;
+  const inside = (r) => r.left >= colLeft && r.right <= colRight;
   const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
   const items = main.querySelectorAll('mjx-container[display="true"] > mjx-math, table, pre, .cell_output img, svg');
   for (const el of items) {
     const r = el.getBoundingClientRect();
     if (r.width === 0) continue;
-    const right = scrolls(el) ? r.right : r.left + Math.max(el.scrollWidth, r.width);
-    if (right <= colRight) continue;
+    // a box's content can run past its own right edge (scrollWidth); centred equations also run left
+    const left = r.left, right = scrolls(el) ? r.right : r.left + Math.max(el.scrollWidth, r.width);
+    if (left >= colLeft && right <= colRight) continue;
     let ok = false;
     for (let a = el.parentElement; a && a !== main.parentElement; a = a.parentElement) {
-      if (scrolls(a) && a.getBoundingClientRect().right <= colRight) { ok = true; break; }
+      if (scrolls(a) && inside(a.getBoundingClientRect())) { ok = true; break; }
     }
     if (!ok) {
       const what = el.tagName.toLowerCase() === "mjx-math" ? "equation" : el.tagName.toLowerCase();
       const text = (el.closest("mjx-container") || el).textContent.trim().replace(/\s+/g, " ").slice(0, 60);
-      out.overflow.push(`${what} ${Math.round(right - colRight)} px past the column: ${text}`);
+      const past = Math.round(Math.max(colLeft - left, right - colRight));
+      out.overflow.push(`${what} ${past} px past the column: ${text}`);
     }
   }
   // 6. figures shrunk to fit the column
