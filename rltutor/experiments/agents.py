@@ -22,6 +22,12 @@ solves it keeps as well as the hacks it blocks. Stored runs (20 updates, 5 seeds
 above a hack rate of 0.2 in 5 of 5 seeds and GRPO in 3 of 5, and hacks displace honest solves on the feasible
 tasks too.
 
+``--sub-advantages`` runs the compaction lab instead (:func:`compaction_curves`): the same agent on the mix,
+with a context budget in tokens (``--budgets``; 4096 never compacts a template episode) and the ``summary``
+compaction, once per way of assigning an episode's outcome to its sub-trajectories
+(:data:`SUB_ADVANTAGE_RUNS`: the mode, the algorithm it needs and its overrides). Runs are stored one file
+each in ``OUT.runs/``, so an interrupted lab resumes where it stopped.
+
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
 * :func:`hack_curves` -- many runs (algorithms x guards x seeds) over a process pool;
@@ -43,7 +49,7 @@ import pandas as pd
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
 from rltutor.train import Trainer
 
-__all__ = ["run_agent", "hack_curves", "summarize", "main"]
+__all__ = ["SUB_ADVANTAGE_RUNS", "run_agent", "hack_curves", "compaction_curves", "summarize", "main"]
 
 COLUMNS = (
     "update",
@@ -65,6 +71,12 @@ COLUMNS = (
     "timeout_rate",
     "mean_turns",
     "segments_per_episode",
+    "max_segments",
+    "overflow_rate",
+    "comparable_row_frac",
+    "critic_ev_boundary",
+    "critic_ev_all",
+    "explained_variance",
     "grad_norm",
     "approx_kl",
     "clip_frac",
@@ -122,9 +134,82 @@ def hack_curves(
     return pd.concat(frames, ignore_index=True)
 
 
+SUB_ADVANTAGE_RUNS: dict[str, tuple[str, dict]] = {
+    "ppo_bootstrap": ("ppo", {}),
+    "ppo_no_bootstrap": ("ppo", {}),
+    "slime_grpo": ("grpo", {}),
+    "broadcast_grpo": ("grpo", {"estimator": "reinforce", "gamma": 1.0}),
+    "split_reward": ("grpo", {}),
+    "index_groups": ("grpo", {}),
+}
+"""Per way of assigning an episode's outcome to its sub-trajectories (rltutor.rollout.compaction.SUB_ADVANTAGES):
+the algorithm it runs under and the settings it needs (broadcast_grpo: the episode's GRPO advantage, copied
+to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
+
+
+def _run_compaction(args: tuple) -> pd.DataFrame:
+    mode, budget, seed, updates, tasks, compaction, path = args
+    import torch
+
+    torch.set_num_threads(1)
+    if path and os.path.exists(path):
+        return pd.read_csv(path)
+    algo, extra = SUB_ADVANTAGE_RUNS[mode]
+    df = run_agent(
+        algo,
+        seed,
+        "none",
+        updates,
+        tasks,
+        sub_advantage=mode,
+        compaction=compaction,
+        context_budget=budget,
+        **extra,
+    )
+    df.insert(1, "context_budget", budget)
+    df.insert(1, "sub_advantage", mode)
+    if path:
+        df.to_csv(path + ".part", index=False, float_format="%.5g")
+        os.replace(path + ".part", path)  # a run is stored whole or not at all
+        df = pd.read_csv(path)
+    return df
+
+
+def compaction_curves(
+    modes=("ppo_bootstrap", "slime_grpo", "broadcast_grpo"),
+    budgets=(4096, 256),
+    seeds=(0, 1, 2, 3, 4),
+    updates: int = 30,
+    workers: int | None = None,
+    tasks: str = "mix",
+    compaction: str = "summary",
+    run_dir: str | None = None,
+) -> pd.DataFrame:
+    """Every (sub-advantage mode, context budget, seed) run of the template agent on ``tasks`` with
+    ``compaction``, ``workers`` processes at a time; the rows of all runs, one per update. With ``run_dir``
+    each run is stored there as it ends and a stored run is read back instead of rerun (resumable)."""
+    for m in modes:
+        if m not in SUB_ADVANTAGE_RUNS:
+            raise ValueError(f"unknown sub-advantage mode {m!r}; valid: {', '.join(SUB_ADVANTAGE_RUNS)}")
+    if run_dir:
+        os.makedirs(run_dir, exist_ok=True)
+
+    def path(m, b, s):
+        return os.path.join(run_dir, f"{m}-{b}-{compaction}-{tasks}-s{s}-u{updates}.csv") if run_dir else None
+
+    jobs = [(m, b, s, updates, tasks, compaction, path(m, b, s)) for m in modes for b in budgets for s in seeds]
+    workers = workers or os.cpu_count() or 1
+    if workers == 1:
+        frames = [_run_compaction(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            frames = list(pool.map(_run_compaction, jobs))
+    return pd.concat(frames, ignore_index=True)
+
+
 def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
     """Per (algo, guard, seed): the first update's and the mean of the ``last`` updates' metrics."""
-    keys = [k for k in ("tasks", "algo", "guard", "seed") if k in df.columns]
+    keys = [k for k in ("tasks", "algo", "sub_advantage", "context_budget", "guard", "seed") if k in df.columns]
     cols = [c for c in COLUMNS if c in df.columns and c not in ("update", "env_steps", "time_s")]
     start = [c for c in ("hack_rate", "solve_rate", "honest_solve_rate_feasible", "episode_return") if c in df.columns]
     first = df[df["update"] == 1].set_index(keys)[start].add_suffix("_start")
@@ -145,10 +230,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--updates", type=int, default=40, help="updates per run (32 episodes each)")
     p.add_argument("--workers", type=int, default=None, help="processes (default: the CPU count)")
+    p.add_argument(
+        "--sub-advantages",
+        nargs="+",
+        default=None,
+        choices=tuple(SUB_ADVANTAGE_RUNS),
+        help="run the compaction lab (no guard; --algos and --guards are ignored): one arm per mode",
+    )
+    p.add_argument("--budgets", nargs="+", type=int, default=[4096, 256], help="compaction lab: context budgets")
+    p.add_argument("--compaction", default="summary", choices=("recent", "summary"), help="compaction lab")
     p.add_argument("--out", required=True, help="CSV file; FILE.cmd beside it gets the command")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
+    if args.sub_advantages:
+        tasks = args.tasks if "--tasks" in (argv or sys.argv[1:]) else "mix"
+        run_dir = os.path.splitext(args.out)[0] + ".runs"
+        df = compaction_curves(
+            args.sub_advantages, args.budgets, args.seeds, args.updates, args.workers, tasks, args.compaction, run_dir
+        )
+    else:
+        df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     df.to_csv(args.out, index=False, float_format="%.5g")
     cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
