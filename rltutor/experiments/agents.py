@@ -28,6 +28,16 @@ compaction, once per way of assigning an episode's outcome to its sub-trajectori
 (:data:`SUB_ADVANTAGE_RUNS`: the mode, the algorithm it needs and its overrides). Runs are stored one file
 each in ``OUT.runs/``, so an interrupted lab resumes where it stopped.
 
+Pre-stated tests of the compaction lab (written before its runs; :func:`compaction_verdicts` computes them
+from the stored CSV). Per run, the mean of the last 5 updates' ``episode_return`` (also
+``honest_solve_rate_feasible`` and ``hack_rate``); 5 seeds per headline arm. (1) The reported account, "GRPO
+cannot group uneven sub-trajectories fairly, so a critic is needed": at the tight budget (256 tokens,
+about 5 sub-trajectories per episode), ``ppo_bootstrap`` minus ``slime_grpo`` and minus ``broadcast_grpo``.
+(2) The same contrasts at 4096 tokens (no compaction), the control: a gap there is not compaction's doing.
+(3) The interaction, contrast (1) minus (2): does compaction cost a GRPO mode more than PPO? Each gets a
+Welch 95% confidence interval; above 0: confirmed; below 0: refuted; holding 0: not visible at this scale,
+and the interval's half-width says how small an effect the runs could have seen.
+
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
 * :func:`hack_curves` -- many runs (algorithms x guards x seeds) over a process pool;
@@ -38,6 +48,7 @@ each in ``OUT.runs/``, so an interrupted lab resumes where it stopped.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -48,8 +59,17 @@ import pandas as pd
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
 from rltutor.train import Trainer
+from rltutor.utils import t_quantile
 
-__all__ = ["SUB_ADVANTAGE_RUNS", "run_agent", "hack_curves", "compaction_curves", "summarize", "main"]
+__all__ = [
+    "SUB_ADVANTAGE_RUNS",
+    "run_agent",
+    "hack_curves",
+    "compaction_curves",
+    "compaction_verdicts",
+    "summarize",
+    "main",
+]
 
 COLUMNS = (
     "update",
@@ -205,6 +225,67 @@ def compaction_curves(
         with ProcessPoolExecutor(workers) as pool:
             frames = list(pool.map(_run_compaction, jobs))
     return pd.concat(frames, ignore_index=True)
+
+
+def _contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:
+    """A linear contrast sum_i w_i mean(x_i) of independent arms: its estimate and the half-width of its 95%
+    confidence interval (Welch-Satterthwaite degrees of freedom)."""
+    est = sum(w * x.mean() for w, x in arms)
+    terms = [w * w * x.var(ddof=1) / len(x) for w, x in arms]
+    se2 = sum(terms)
+    if se2 == 0:
+        return float(est), 0.0
+    df = se2 * se2 / sum(t * t / (len(x) - 1) for t, (_, x) in zip(terms, arms, strict=True) if t > 0)
+    return float(est), float(t_quantile(max(2, round(df) + 1)) * math.sqrt(se2))
+
+
+def compaction_verdicts(
+    df: pd.DataFrame, metric: str = "episode_return", last: int = 5, tight: int = 256, loose: int = 4096
+) -> pd.DataFrame:
+    """The compaction lab's pre-stated tests (module docstring), from stored runs: per contrast its estimate,
+    the 95% confidence interval over seeds and the verdict (*confirmed*: the interval lies above 0;
+    *refuted*: below 0; *not visible*: it holds 0, and its half-width is the smallest effect the runs could
+    have seen). ``metric`` is averaged over each run's ``last`` updates."""
+    end = df[df["update"] > df["update"].max() - last].groupby(["sub_advantage", "context_budget", "seed"])[metric]
+    per_run = end.mean()
+
+    def arm(mode, budget):
+        try:
+            return per_run.loc[(mode, budget)]
+        except KeyError:
+            return None
+
+    rows = []
+    for other in ("slime_grpo", "broadcast_grpo"):
+        for budget in (tight, loose):
+            a, b = arm("ppo_bootstrap", budget), arm(other, budget)
+            if a is not None and b is not None and len(a) >= 2 and len(b) >= 2:
+                rows.append((f"ppo_bootstrap - {other} at {budget} tokens", [(1, a), (-1, b)]))
+        arms = [arm("ppo_bootstrap", tight), arm(other, tight), arm("ppo_bootstrap", loose), arm(other, loose)]
+        if all(x is not None and len(x) >= 2 for x in arms):
+            rows.append(
+                (
+                    f"(ppo_bootstrap - {other}) at {tight} minus at {loose}",
+                    [(1, arms[0]), (-1, arms[1]), (-1, arms[2]), (1, arms[3])],
+                )
+            )
+    out = []
+    for name, arms in rows:
+        est, half = _contrast(arms)
+        verdict = "confirmed" if est - half > 0 else "refuted" if est + half < 0 else "not visible"
+        seeds = "/".join(str(len(x)) for _, x in arms)
+        out.append(
+            {
+                "contrast": name,
+                "metric": metric,
+                "estimate": est,
+                "ci_low": est - half,
+                "ci_high": est + half,
+                "seeds": seeds,
+                "verdict": verdict,
+            }
+        )
+    return pd.DataFrame(out)
 
 
 def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:

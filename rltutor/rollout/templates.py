@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from rltutor.envs.toolshell.vocab import EOS, TASK, decode, encode
-from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGES, assign_rewards, comparable_rows, compact
+from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGES, assign_rewards, compact, comparable_rows
 from rltutor.utils import check_choice, check_int, check_number
 
 __all__ = [
