@@ -48,6 +48,7 @@ and the interval's half-width says how small an effect the runs could have seen.
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import os
 import shlex
@@ -55,7 +56,9 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 import pandas as pd
+import torch
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
 from rltutor.train import Trainer
@@ -67,6 +70,7 @@ __all__ = [
     "hack_curves",
     "compaction_curves",
     "compaction_verdicts",
+    "sub_advantage_snr",
     "summarize",
     "main",
 ]
@@ -288,6 +292,111 @@ def compaction_verdicts(
     return pd.DataFrame(out)
 
 
+def sub_advantage_snr(
+    budgets=(4096, 320, 256, 224),
+    modes=tuple(SUB_ADVANTAGE_RUNS),
+    batches: int = 32,
+    fit_batches: int = 8,
+    seed: int = 0,
+    tasks: str = "mix",
+    compaction: str = "summary",
+) -> pd.DataFrame:
+    """The policy gradient's signal-to-noise ratio under each sub-advantage mode, against the number of
+    compactions per episode, at a fixed policy (no training).
+
+    The policy is the cloned template agent of ``seed`` (the warm start of every run of the lab). Per
+    budget: its critic is first fitted (300 Adam steps) to the discounted outcomes of ``fit_batches``
+    batches collected at that budget (the critic a PPO run would be learning there); then ``batches``
+    batches of 4 tasks x 8 episodes are collected once, and each mode assigns the same episodes' outcomes
+    (:func:`rltutor.rollout.compaction.assign_rewards`), its estimator turns them into advantages (GAE with
+    gamma 0.99, lambda 0.95 for the PPO modes; GRPO over the mode's groups; the return-to-go at gamma 1 for
+    broadcast_grpo), and the gradient of the token-mean surrogate ``sum A log pi / sum mask`` over the
+    policy's (not the critic's) parameters is one estimate g. SNR and variance over the estimates:
+    :func:`rltutor.experiments.variance.summarize` (``|E g|^2`` estimated without bias). One row per
+    (budget, mode)."""
+    from rltutor.advantages import compute_advantages
+    from rltutor.build import build
+    from rltutor.envs.toolshell import ToolShell
+    from rltutor.experiments.variance import summarize as grad_summary
+    from rltutor.rollout.compaction import assign_rewards
+    from rltutor.rollout.templates import TemplateCollector, outcome_to_go
+
+    base = make_config("ppo", **{**template_settings("ppo", tasks), "seed": seed, "total_steps": 10**9})
+    policy0, _ = build(base)
+    knobs = dict(TEMPLATE_TASKS[tasks])
+    G, n_tasks, gamma, lam = base.group_size, base.num_groups, base.gamma, base.lam
+    rows = []
+    for budget in budgets:
+        policy = copy.deepcopy(policy0)
+        col = TemplateCollector(
+            lambda: ToolShell(**knobs),
+            num_tasks=n_tasks,
+            group_size=G,
+            turn_cost=base.turn_cost,
+            context_budget=budget,
+            compaction=compaction,
+            sub_advantage="ppo_no_bootstrap",
+            gamma=gamma,
+            max_cmd_tokens=base.max_cmd_tokens,
+            max_obs_tokens=base.max_obs_tokens,
+        )
+        gen = torch.Generator().manual_seed(1000 * seed + budget)
+        fit = [col.collect(policy, gen) for _ in range(fit_batches)]
+        opt = torch.optim.Adam(policy.critic.parameters(), lr=3e-3)
+        data = [(b, outcome_to_go(b["mask"], i["meta"], torch.tensor(i["episode_returns"]), gamma)) for b, i in fit]
+        for step in range(300):
+            b, g = data[step % len(data)]
+            v = policy.value(b["cand"], b["cand_mask"].bool(), b["state"])
+            loss = (((v - g) * b["mask"]) ** 2).sum() / b["mask"].sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        collected = [col.collect(policy, gen) for _ in range(batches)]
+        params = [p for n, p in policy.named_parameters() if not n.startswith("critic")]
+        segs = sum(i["metrics"]["segments_per_episode"] for _, i in collected) / batches
+        for mode in modes:
+            grads, comparable = [], []
+            for b, i in collected:
+                meta, mask = i["meta"], b["mask"]
+                outcome = torch.tensor(i["episode_returns"], dtype=mask.dtype)
+                r, gid = assign_rewards(mode, meta, outcome, mask, b["values"], gamma, n_tasks, G)
+                if mode.startswith("ppo"):
+                    est, gm = "gae", gamma
+                elif mode == "broadcast_grpo":
+                    est, gm = "reinforce", 1.0
+                else:
+                    est, gm = "grpo", 1.0
+                adv, _ = compute_advantages(
+                    est, rewards=r, mask=mask, values=b["values"], group_ids=gid, gamma=gm, lam=lam
+                )
+                logp = policy.evaluate(b)["logp"]
+                surrogate = (adv.detach() * logp * mask).sum() / mask.sum()
+                grads.append(torch.cat([x.flatten() for x in torch.autograd.grad(surrogate, params)]))
+                comparable.append(_comparable_share(mode, gid, meta))
+            g = torch.stack(grads)[:, None, :]  # (M, 1, P)
+            out = grad_summary(g, g.mean(0))
+            rows.append(
+                {
+                    "context_budget": budget,
+                    "sub_advantage": mode,
+                    "segments_per_episode": segs,
+                    "snr": out["snr"],
+                    "variance": out["variance"],
+                    "variance_se": out["variance_se"],
+                    "signal": out["signal"],
+                    "comparable_row_frac": float(np.mean(comparable)),
+                    "batches": batches,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _comparable_share(mode, gid, meta) -> float:
+    from rltutor.rollout.templates import _comparable_frac
+
+    return _comparable_frac(mode, gid, meta)
+
+
 def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
     """Per (algo, guard, seed): the first update's and the mean of the ``last`` updates' metrics."""
     keys = [k for k in ("tasks", "algo", "sub_advantage", "context_budget", "guard", "seed") if k in df.columns]
@@ -320,9 +429,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--budgets", nargs="+", type=int, default=[4096, 256], help="compaction lab: context budgets")
     p.add_argument("--compaction", default="summary", choices=("recent", "summary"), help="compaction lab")
+    p.add_argument(
+        "--snr",
+        action="store_true",
+        help="measure each sub-advantage mode's gradient SNR per budget at the cloned policy (sub_advantage_snr; "
+        "the first of --seeds)",
+    )
+    p.add_argument("--batches", type=int, default=32, help="--snr: gradient estimates per (budget, mode)")
     p.add_argument("--out", required=True, help="CSV file; FILE.cmd beside it gets the command")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
+    if args.snr:
+        tasks = args.tasks if "--tasks" in (argv or sys.argv[1:]) else "mix"
+        df = sub_advantage_snr(
+            args.budgets, batches=args.batches, seed=args.seeds[0], tasks=tasks, compaction=args.compaction
+        )
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        df.to_csv(args.out, index=False, float_format="%.5g")
+        cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+        with open(os.path.splitext(args.out)[0] + ".cmd", "w") as f:
+            f.write(cmd + "\n")
+        print(df.round(4).to_string(index=False))
+        print(f"{time.perf_counter() - t0:.0f} s; wrote {args.out}")
+        return 0
     if args.sub_advantages:
         tasks = args.tasks if "--tasks" in (argv or sys.argv[1:]) else "mix"
         run_dir = os.path.splitext(args.out)[0] + ".runs"

@@ -51,6 +51,7 @@ __all__ = [
     "template_demos",
     "behaviour_clone",
     "command_of",
+    "outcome_to_go",
 ]
 
 TEMPLATES = ("ls", "cat", "grep", "curl", "submit")
@@ -247,6 +248,21 @@ def _feasibility_metrics(records: list[dict], max_turns: list[int]) -> dict:
     }
 
 
+def _comparable_frac(mode: str, group_ids: torch.Tensor, meta: torch.Tensor) -> float:
+    """The share of rows whose advantage comes from a comparison within a group of comparable samples
+    (:func:`~rltutor.rollout.compaction.comparable_rows`): NaN for the PPO modes (no groups: a critic's
+    baseline); for ``broadcast_grpo``, whose groups are whole episodes of one task, the share of rows whose
+    episode has at least one other episode of its task."""
+    if mode.startswith("ppo"):
+        return float("nan")
+    if mode == "broadcast_grpo":
+        episodes_per_task = torch.zeros(int(meta[:, 0].max()) + 1, dtype=torch.long, device=meta.device)
+        first = meta[:, 2] == 0
+        episodes_per_task.index_add_(0, meta[first, 0], torch.ones_like(meta[first, 0]))
+        return float((episodes_per_task[meta[:, 0]] >= 2).float().mean())
+    return float(comparable_rows(group_ids, meta).float().mean())
+
+
 def _explained(v: torch.Tensor, g: torch.Tensor) -> float:
     """1 - Var(g - v) / Var(g); NaN with fewer than 2 samples or Var(g) = 0."""
     if len(g) < 2 or float(g.var()) == 0.0:
@@ -254,24 +270,29 @@ def _explained(v: torch.Tensor, g: torch.Tensor) -> float:
     return float(1 - (g - v).var() / g.var())
 
 
-def _critic_fit(values: torch.Tensor, mask: torch.Tensor, meta: torch.Tensor, returns: list[float], gamma: float):
-    """How well the critic's V(s) at collection predicts the discounted outcome from s, ``gamma^(turns left
-    - 1) * outcome`` (the episode's return sits on its last turn): explained variance at the first turn of
-    each sub-trajectory after a compaction (``critic_ev_boundary``: the states a bootstrap reads) and at
-    every turn (``critic_ev_all``)."""
+def outcome_to_go(mask: torch.Tensor, meta: torch.Tensor, returns: torch.Tensor, gamma: float) -> torch.Tensor:
+    """(R, T) the discounted outcome from each turn of R sub-trajectory rows, ``gamma^(turns left - 1) *
+    R_episode`` (an episode's return sits on its last turn): what a critic of these rows should predict.
+    ``meta`` (R, 4) = (task, episode, k, K), rows of an episode consecutive; ``returns`` (E,) per episode."""
     turns = mask.sum(1).long()  # (R,) turns per row
-    e, k = meta[:, 1], meta[:, 2]
-    outcome = torch.tensor(returns, dtype=values.dtype, device=values.device)[e]  # (R,)
-    # turns left from each row's first turn to the episode's end: this row's and the later rows' turns
-    left = torch.zeros_like(turns)
+    e = meta[:, 1]
+    left = torch.zeros_like(turns)  # turns from each row's first turn to its episode's end
     for r in range(len(turns) - 1, -1, -1):
         later = left[r + 1] if r + 1 < len(turns) and e[r + 1] == e[r] else 0
         left[r] = turns[r] + later
     steps = torch.arange(mask.shape[1], device=mask.device)
     to_go = (left[:, None] - steps[None, :]).clamp(min=1)  # (R, T) turns left from each turn
-    g = gamma ** (to_go - 1).to(values.dtype) * outcome[:, None]
+    return gamma ** (to_go - 1).to(mask.dtype) * returns.to(mask.dtype)[e][:, None] * mask
+
+
+def _critic_fit(values: torch.Tensor, mask: torch.Tensor, meta: torch.Tensor, returns: list[float], gamma: float):
+    """How well the critic's V(s) at collection predicts :func:`outcome_to_go`: explained variance at the
+    first turn of each sub-trajectory after a compaction (``critic_ev_boundary``: the states a bootstrap
+    reads) and at every turn (``critic_ev_all``)."""
+    g = outcome_to_go(mask, meta, torch.tensor(returns, dtype=values.dtype, device=values.device), gamma)
     on = mask > 0
-    first = on & (steps[None, :] == 0) & (k[:, None] > 0)
+    steps = torch.arange(mask.shape[1], device=mask.device)
+    first = on & (steps[None, :] == 0) & (meta[:, 2:3] > 0)
     return {"critic_ev_boundary": _explained(values[first], g[first]), "critic_ev_all": _explained(values[on], g[on])}
 
 
@@ -477,7 +498,7 @@ class TemplateCollector:
             "sample_time": t_sample,
         }
         if self.sub_advantage is not None:
-            metrics["comparable_row_frac"] = float(comparable_rows(batch["group_ids"], meta).float().mean())
+            metrics["comparable_row_frac"] = _comparable_frac(self.sub_advantage, batch["group_ids"], meta)
             metrics["max_segments"] = float(K.max())
             if policy.has_critic:
                 metrics.update(_critic_fit(batch["values"], batch["mask"], meta, returns, self.gamma))
@@ -488,6 +509,7 @@ class TemplateCollector:
             "episode_lengths": [len(st) for st in steps],
             "env_steps": sum(len(st) for st in steps),
             "metrics": metrics,
+            "meta": meta,  # (R, 4) (task, episode, k, K) per row, for assign_rewards
         }
         return batch, info
 
