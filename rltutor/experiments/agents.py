@@ -36,7 +36,10 @@ about 5 sub-trajectories per episode), ``ppo_bootstrap`` minus ``slime_grpo`` an
 (2) The same contrasts at 4096 tokens (no compaction), the control: a gap there is not compaction's doing.
 (3) The interaction, contrast (1) minus (2): does compaction cost a GRPO mode more than PPO? Each gets a
 Welch 95% confidence interval; above 0: confirmed; below 0: refuted; holding 0: not visible at this scale,
-and the interval's half-width says how small an effect the runs could have seen.
+and the interval's half-width says how small an effect the runs could have seen. (4) Added after the first
+unguarded runs, in which hacking decided every arm's return, and stated before its own runs: the same
+contrasts with ``--guards decoy`` (every detected hack gets a meaningless reply, so no hack pays), where
+the only way to a higher return is honest solving across the split episodes.
 
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
@@ -172,7 +175,7 @@ to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
 
 
 def _run_compaction(args: tuple) -> pd.DataFrame:
-    mode, budget, seed, updates, tasks, compaction, path = args
+    mode, budget, seed, updates, tasks, compaction, guard, path = args
     import torch
 
     torch.set_num_threads(1)
@@ -182,7 +185,7 @@ def _run_compaction(args: tuple) -> pd.DataFrame:
     df = run_agent(
         algo,
         seed,
-        "none",
+        guard,
         updates,
         tasks,
         sub_advantage=mode,
@@ -208,6 +211,7 @@ def compaction_curves(
     tasks: str = "mix",
     compaction: str = "summary",
     run_dir: str | None = None,
+    guard: str = "none",
 ) -> pd.DataFrame:
     """Every (sub-advantage mode, context budget, seed) run of the template agent on ``tasks`` with
     ``compaction``, ``workers`` processes at a time; the rows of all runs, one per update. With ``run_dir``
@@ -219,9 +223,10 @@ def compaction_curves(
         os.makedirs(run_dir, exist_ok=True)
 
     def path(m, b, s):
-        return os.path.join(run_dir, f"{m}-{b}-{compaction}-{tasks}-s{s}-u{updates}.csv") if run_dir else None
+        name = f"{m}-{b}-{compaction}-{tasks}-{guard}-s{s}-u{updates}.csv"
+        return os.path.join(run_dir, name) if run_dir else None
 
-    jobs = [(m, b, s, updates, tasks, compaction, path(m, b, s)) for m in modes for b in budgets for s in seeds]
+    jobs = [(m, b, s, updates, tasks, compaction, guard, path(m, b, s)) for m in modes for b in budgets for s in seeds]
     workers = workers or os.cpu_count() or 1
     if workers == 1:
         frames = [_run_compaction(j) for j in jobs]
@@ -250,6 +255,8 @@ def compaction_verdicts(
     the 95% confidence interval over seeds and the verdict (*confirmed*: the interval lies above 0;
     *refuted*: below 0; *not visible*: it holds 0, and its half-width is the smallest effect the runs could
     have seen). ``metric`` is averaged over each run's ``last`` updates."""
+    if "guard" in df.columns and df["guard"].nunique() > 1:
+        raise ValueError(f"the runs mix guards {sorted(df['guard'].unique())}; pass one guard's rows")
     end = df[df["update"] > df["update"].max() - last].groupby(["sub_advantage", "context_budget", "seed"])[metric]
     per_run = end.mean()
 
@@ -425,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=None,
         choices=tuple(SUB_ADVANTAGE_RUNS),
-        help="run the compaction lab (no guard; --algos and --guards are ignored): one arm per mode",
+        help="run the compaction lab (--algos is ignored; the first of --guards is used): one arm per mode",
     )
     p.add_argument("--budgets", nargs="+", type=int, default=[4096, 256], help="compaction lab: context budgets")
     p.add_argument("--compaction", default="summary", choices=("recent", "summary"), help="compaction lab")
@@ -456,7 +463,15 @@ def main(argv: list[str] | None = None) -> int:
         tasks = args.tasks if "--tasks" in (argv or sys.argv[1:]) else "mix"
         run_dir = os.path.splitext(args.out)[0] + ".runs"
         df = compaction_curves(
-            args.sub_advantages, args.budgets, args.seeds, args.updates, args.workers, tasks, args.compaction, run_dir
+            args.sub_advantages,
+            args.budgets,
+            args.seeds,
+            args.updates,
+            args.workers,
+            tasks,
+            args.compaction,
+            run_dir,
+            args.guards[0],
         )
     else:
         df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
