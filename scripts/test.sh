@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install (idempotently) and run the whole test suite: lint and format, unit/property/integration
-# tests, the learning tests again under PyTorch's default CPU kernels, every notebook (executed once),
-# then the book built from those executed notebooks, and the tests of the rendered pages.
+# tests, the learning tests again under PyTorch's default CPU kernels, the built wheel running a chapter
+# outside the repository, every notebook (executed once), then the book built from those executed
+# notebooks, and the tests of the rendered pages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RLTUTOR_EXTRAS=${RLTUTOR_EXTRAS:-book,test,ray} bash scripts/setup.sh
@@ -12,9 +13,11 @@ echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 echo "== unit, property and integration tests"
-MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "not book and not notebooks" tests
+MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "not book and not notebooks and not packaging" tests
 echo "== learning tests under ATEN_CPU_CAPABILITY=default (other CPUs take other kernel paths)"
 ATEN_CPU_CAPABILITY=default MPLBACKEND=Agg .venv/bin/python -m pytest -q -n 2 -m "learning" tests
+echo "== the wheel: built from the tracked files, installed into a fresh venv, one chapter run outside the repository"
+.venv/bin/python -m pytest -q -m packaging tests/test_wheel.py
 echo "== notebooks (each executed once; the book is built from these copies)"
 export RLTUTOR_EXECUTED_DIR="$(pwd)/_build/executed"
 rm -rf "$RLTUTOR_EXECUTED_DIR"

@@ -12,7 +12,8 @@ What is checked, page by page:
    no ``SomethingError:`` line in any cell output (stdout, stderr or rich text);
 4. every notebook page was executed (has cell outputs) and carries a figure: a local ``<img>`` in a
    cell output, an inline ``<svg>``, or a Plotly figure;
-5. every notebook page has the "launch on Colab" link for its own notebook on the main branch;
+5. every notebook page has the "launch on Colab" link for its own notebook on the main branch of the
+   repository named in ``_config.yml`` (``repository.url``, the one place the address is written);
 6. the intro expands GRPO as Group Relative Policy Optimization with its paper (arXiv 2402.03300),
    and any page that quotes the wrong expansion "Generalized Reward Policy Optimization" says it
    is wrong;
@@ -45,7 +46,6 @@ book = pytest.mark.book
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-COLAB = "https://colab.research.google.com/github/rltutor/rltutor/blob/main/"
 ALLOWED_REMOTE_SCRIPTS = (
     "https://cdn.jsdelivr.net/npm/mathjax@",  # math typesetting; TeX stays readable offline
     "https://cdnjs.cloudflare.com/ajax/libs/require.js/",  # loader for widget views
@@ -156,10 +156,20 @@ def test_notebook_pages_are_executed_and_have_figures(html_dir, pages):
         assert figures or svgs or plotly, f"{name}: no figure (img, svg or plotly) in any cell output"
 
 
+def _colab_prefix() -> str:
+    """Colab's address of a notebook on the main branch of the repository in _config.yml."""
+    import yaml
+
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    path = repo["url"].rstrip("/").removeprefix("https://github.com/")
+    return f"https://colab.research.google.com/github/{path}/blob/{repo.get('branch', 'main')}/"
+
+
 @book
 def test_colab_launch_link_on_notebook_pages(pages):
+    colab = _colab_prefix()
     for name, soup in _notebook_pages(pages).items():
-        want = f"{COLAB}{name}.ipynb"
+        want = f"{colab}{name}.ipynb"
         hrefs = [a["href"] for a in soup.find_all("a", href=True)]
         assert want in hrefs, f"{name}: no Colab launch link {want}"
 

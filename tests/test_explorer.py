@@ -4,16 +4,16 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rltutor import datafiles
 from rltutor.experiments import explorer_data as ex
 from rltutor.experiments import variance as an
 from rltutor.views import explorer_html as eh
 
-DATA_FILE = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "horizon" / "explorer.json"
+DATA_FILE = datafiles.DATA_DIR / "horizon" / "explorer.json"
 
 
 @pytest.fixture(scope="module")

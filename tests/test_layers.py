@@ -16,6 +16,7 @@ PACKAGE = Path(rltutor.__file__).resolve().parent
 LAYER = {  # module (or package) -> rank; a module may import only from a lower rank, or from itself
     "rltutor": 0,
     "rltutor.utils": 0,
+    "rltutor.datafiles": 0,
     "rltutor.advantages": 1,
     "rltutor.losses": 1,
     "rltutor.models": 2,

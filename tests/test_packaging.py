@@ -67,3 +67,32 @@ def test_device_and_seed():
         seed_everything(1.5)
     with pytest.raises(ValueError, match="valid: a, b"):
         check_choice("thing", "c", ["b", "a"])
+
+
+def test_stored_data_files_are_found_by_name():
+    from rltutor import datafiles
+
+    names = datafiles.names()
+    for name in ("horizon/explorer.json", "horizon/sweep/finals.csv", "lm_horizon_quick_3seeds.csv"):
+        assert name in names
+        assert datafiles.path(name).is_file()
+    assert any(n.startswith("agents/") and n.endswith(".cmd") for n in names)
+    assert datafiles.path("horizon/sweep").is_dir()
+    with pytest.raises(FileNotFoundError, match="stored: .*agents/hack_curves.csv"):
+        datafiles.path("agents/nothing.csv")
+    with pytest.raises(ValueError, match="a path inside rltutor/data"):
+        datafiles.path("../__init__.py")
+
+
+def test_nothing_reads_data_beside_the_notebooks():
+    """The chapters' data ship with the package (rltutor/data); a path into notebooks/data works only in a clone."""
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("scripts/*")]
+    files += [*ROOT.glob("rltutor/**/*.py"), *ROOT.glob("rltutor/data/**/*.cmd"), *ROOT.glob("benchmarks/*")]
+    files += [p for p in ROOT.glob("tests/*.py") if p.name != Path(__file__).name]
+    hits = []
+    for path in sorted(p for p in files if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for needle in ("notebooks/data", '"notebooks" / "data"', '"data/agents', '"data/horizon', '"data/lm_'):
+            if needle in text:
+                hits.append(f"{path.relative_to(ROOT)}: {needle}")
+    assert not hits, f"paths to the old data folder beside the notebooks (use rltutor.datafiles.path): {hits}"

@@ -18,7 +18,7 @@ What is stored (per task, reward-noise level and metric; every curve runs over t
   batch has ``batch_size`` trajectories whatever G is (G groups of batch_size / G).
 
 Regenerate the committed data file with the command stored inside it (``data["command"]``), e.g.
-``python -m rltutor.experiments.explorer_data --scale full --out notebooks/data/horizon/explorer.json``.
+``python -m rltutor.experiments.explorer_data --scale full --out rltutor/data/horizon/explorer.json``.
 """
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ def main(argv=None) -> None:
         description="Precompute the static variance-vs-horizon explorer's data.",
     )
     p.add_argument("--scale", choices=("quick", "full"), default=None, help="grid size (default: RLTUTOR_QUICK)")
-    p.add_argument("--out", default="notebooks/data/horizon/explorer.json", help="data file to write")
+    p.add_argument("--out", default="rltutor/data/horizon/explorer.json", help="data file to write")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: leave the other cores free)")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)

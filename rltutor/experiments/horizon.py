@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from rltutor.datafiles import DATA_DIR
 from rltutor.experiments import sweep
 from rltutor.experiments import variance as an
 from rltutor.utils import resolve_scale
 
 __all__ = ["snr_vs_horizon", "long_horizon_results", "SWEEP_DATA"]
 
-SWEEP_DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "horizon" / "sweep"
-"""Where ``python -m rltutor.experiments.sweep --scale full`` results are kept in the repository."""
+SWEEP_DATA = DATA_DIR / "horizon" / "sweep"
+"""Where the results of ``python -m rltutor.experiments.sweep --scale full`` are kept (package data,
+:mod:`rltutor.datafiles`)."""
 
 
 def snr_vs_horizon(

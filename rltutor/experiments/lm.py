@@ -343,7 +343,7 @@ def family(scale: str | None = None, seed: int = 0, algos=None):
 def main(argv=None):
     """Run an experiment over several seeds and store its records as CSV, e.g.
 
-    python -m rltutor.experiments.lm horizon --scale quick --seeds 0 1 2 --out notebooks/data/lm_horizon.csv
+    python -m rltutor.experiments.lm horizon --scale quick --seeds 0 1 2 --out rltutor/data/lm_horizon_quick_3seeds.csv
     """
     import argparse
 

@@ -30,7 +30,7 @@ interval over seeds), ``verdicts.json`` (which of the paper's findings reproduce
 numbers) and ``meta.json`` (the exact command, scale, versions, wall time).
 
     python -m rltutor.experiments.sweep --scale quick --out runs/sweep_quick
-    python -m rltutor.experiments.sweep --scale full --out notebooks/data/horizon/sweep --workers 2
+    python -m rltutor.experiments.sweep --scale full --out rltutor/data/horizon/sweep --workers 2
 """
 
 from __future__ import annotations

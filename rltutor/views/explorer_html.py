@@ -5,7 +5,7 @@ Chapter: *Variance vs horizon* (``notebooks/04_variance_horizon.ipynb``). The da
 this file as package data (``explorer_core.js``: lookup and SVG drawing, no DOM, so the tests run it
 in node; ``explorer_dom.js``: the sliders' wiring). No CDN, no plotting library: the page works offline.
 
-    python -m rltutor.views.explorer_html notebooks/data/horizon/explorer.json --out explorer.html
+    python -m rltutor.views.explorer_html rltutor/data/horizon/explorer.json --out explorer.html
 """
 
 from __future__ import annotations

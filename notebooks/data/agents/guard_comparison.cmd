@@ -1,1 +1,0 @@
-python -m rltutor.experiments.agents --algos ppo --guards abort penalize decoy --seeds 0 1 2 --updates 20 --workers 2 --out notebooks/data/agents/guard_comparison.csv

@@ -1,0 +1,55 @@
+"""The data files the chapters read, shipped inside the package (``rltutor/data/``, package data).
+
+A notebook opened on its own (on Colab, or copied out of the repository) finds the same stored results
+as the book: the files travel in the wheel and in a ``pip install git+...@vX.Y.Z``, not beside the
+notebooks. Read one with :func:`path`::
+
+    from rltutor import datafiles
+
+    pd.read_csv(datafiles.path("agents/hack_curves.csv"))
+
+What is there (:func:`names` lists it), each made by the command stored in or beside it:
+
+* ``horizon/explorer.json``: the static explorer's grid (chapter 04;
+  ``python -m rltutor.experiments.explorer_data``);
+* ``horizon/sweep/``: the GRPO-vs-PPO sweep (chapter 05; ``python -m rltutor.experiments.sweep``);
+* ``lm_horizon_quick_3seeds.csv``: the language-model horizon runs (chapter 07;
+  ``python -m rltutor.experiments.lm horizon``);
+* ``agents/*.csv`` with their ``.cmd`` files: the agent's hack curves and guard comparisons (chapter 11;
+  ``python -m rltutor.experiments.agents``).
+
+A lab that regenerates one writes it with ``--out rltutor/data/...`` from the repository root. This module
+imports nothing from the package (the bottom layer, beside :mod:`rltutor.utils`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["DATA_DIR", "path", "names"]
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+"""The folder of the stored data files (inside the installed package)."""
+
+
+def path(name: str):  # returns a pathlib.Path (not annotated: the API reference resolves no stdlib types)
+    """The path (a ``pathlib.Path``) of the stored data file or folder ``name``, relative to :data:`DATA_DIR`.
+
+    Raises ``FileNotFoundError`` naming the files that exist when there is none of that name.
+    """
+    if not isinstance(name, str) or not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ValueError(f"name must be a path inside rltutor/data such as 'agents/hack_curves.csv', got {name!r}")
+    p = DATA_DIR / name
+    if not p.exists():
+        raise FileNotFoundError(
+            f"no stored data file {name!r} in {DATA_DIR}; stored: {', '.join(names())}. "
+            "An install without package data (an old release?) lacks them: reinstall rltutor"
+        )
+    return p
+
+
+def names() -> list[str]:
+    """Every stored data file, as a name :func:`path` accepts (sorted)."""
+    if not DATA_DIR.is_dir():
+        return []
+    return sorted(p.relative_to(DATA_DIR).as_posix() for p in DATA_DIR.rglob("*") if p.is_file())
