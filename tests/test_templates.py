@@ -340,26 +340,99 @@ def test_compaction_needs_a_sub_advantage_mode():
         TemplateCollector(lambda: ToolShell(**MIX), context_budget=200, compaction="summary")
 
 
-def test_compaction_lab_resumes_and_decides(tmp_path):
-    from rltutor.experiments.agents import compaction_curves, compaction_verdicts
-
-    kw = dict(budgets=(4096, 200), seeds=(0, 1), updates=1, workers=1, run_dir=str(tmp_path))
-    over = dict(TINY, env_options=MIX)
+def test_compaction_lab_resumes_run_by_run(tmp_path, monkeypatch):
     import rltutor.experiments.agents as A
 
     real = A.run_agent
-    A.run_agent = lambda *a, **k: real(*a, **{**k, **{x: y for x, y in over.items() if x != "env_options"}})
-    try:
-        df = compaction_curves(("ppo_bootstrap", "slime_grpo"), **kw)
-        files = sorted(p.name for p in tmp_path.iterdir())
-        assert len(files) == 8 and all(f.endswith(".csv") for f in files)
-        mtimes = [p.stat().st_mtime_ns for p in sorted(tmp_path.iterdir())]
-        again = compaction_curves(("ppo_bootstrap", "slime_grpo"), **kw)  # read back, not rerun
-        assert [p.stat().st_mtime_ns for p in sorted(tmp_path.iterdir())] == mtimes
-        pd.testing.assert_frame_equal(df, again)
-    finally:
-        A.run_agent = real
-    v = compaction_verdicts(df, last=1, tight=200)
-    assert set(v["verdict"]) <= {"confirmed", "refuted", "not visible"}
-    assert v["contrast"].str.contains("minus").any()
-    assert (v["ci_low"] <= v["estimate"]).all() and (v["estimate"] <= v["ci_high"]).all()
+    calls = []
+
+    def tiny(*a, **k):
+        calls.append(a)
+        small = {"sft_steps": 5, "num_groups": 2, "group_size": 2, "env_options": {"hops": 2, "max_turns": 5}}
+        return real(*a, **{**k, **small})
+
+    monkeypatch.setattr(A, "run_agent", tiny)
+    kw = dict(budgets=(200,), seeds=(0,), updates=1, workers=1, run_dir=str(tmp_path))
+    df = A.compaction_curves(("slime_grpo",), **kw)
+    assert len(calls) == 1 and len(list(tmp_path.iterdir())) == 1
+    again = A.compaction_curves(("slime_grpo",), **kw)  # read back, not rerun
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(df, again)
+    assert set(df["sub_advantage"]) == {"slime_grpo"} and set(df["context_budget"]) == {200}
+
+
+def _fake_runs(ppo, grpo, budgets=(256, 4096)):
+    rows = []
+    for mode, values in (("ppo_bootstrap", ppo), ("slime_grpo", grpo), ("broadcast_grpo", grpo)):
+        for budget in budgets:
+            for seed, v in enumerate(values[budget]):
+                rows.append(
+                    {"sub_advantage": mode, "context_budget": budget, "seed": seed, "update": 1, "episode_return": v}
+                )
+    return pd.DataFrame(rows)
+
+
+def test_compaction_verdicts_decide_from_the_intervals():
+    from rltutor.experiments.agents import compaction_verdicts
+
+    ppo = {256: [0.9, 0.8, 0.85, 0.95, 0.9], 4096: [0.5, 0.4, 0.6, 0.5, 0.45]}
+    grpo = {256: [0.1, 0.2, 0.15, 0.1, 0.05], 4096: [0.5, 0.45, 0.55, 0.5, 0.4]}
+    v = compaction_verdicts(_fake_runs(ppo, grpo), last=1).set_index("contrast")
+    assert v.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "confirmed"
+    assert v.loc["ppo_bootstrap - slime_grpo at 4096 tokens", "verdict"] == "not visible"
+    assert v.loc["(ppo_bootstrap - slime_grpo) at 256 minus at 4096", "verdict"] == "confirmed"
+    flipped = compaction_verdicts(_fake_runs(grpo, ppo), last=1).set_index("contrast")
+    assert flipped.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "refuted"
+    est = v.loc["ppo_bootstrap - slime_grpo at 256 tokens"]
+    assert est["estimate"] == pytest.approx(0.88 - 0.12)
+    assert est["ci_low"] < est["estimate"] < est["ci_high"] and est["seeds"] == "5/5"
+    with pytest.raises(ValueError, match="mix guards"):
+        compaction_verdicts(_fake_runs(ppo, grpo).assign(guard=["none", "decoy"] * 15))
+
+
+def test_a_compacting_template_run_resumes_exactly(tmp_path):
+    from rltutor.cli import main
+
+    def args(out, steps):
+        return [
+            "train",
+            "--env",
+            "toolshell",
+            "--agent-policy",
+            "templates",
+            "--algo",
+            "ppo",
+            "--compaction",
+            "summary",
+            "--context-budget",
+            "200",
+            "--sub-advantage",
+            "ppo_bootstrap",
+            "--out",
+            str(out),
+            "--steps",
+            str(steps),
+            "--seed",
+            "3",
+            "--no-progress",
+            "--checkpoint-every",
+            "1",
+            "--set",
+            "sft_steps=20",
+            "--set",
+            "num_groups=2",
+            "--set",
+            "group_size=2",
+            "--set",
+            'env_options={"hops": [2, 5], "max_turns": 8}',
+        ]
+
+    assert main(args(tmp_path / "a", 40)) == 0
+    first = pd.read_csv(tmp_path / "a" / "metrics.csv")
+    assert main(["train", "--out", str(tmp_path / "a"), "--resume", "--steps", "100", "--no-progress"]) == 0
+    resumed = pd.read_csv(tmp_path / "a" / "metrics.csv")
+    assert main(args(tmp_path / "b", 100)) == 0
+    whole = pd.read_csv(tmp_path / "b" / "metrics.csv")
+    assert len(resumed) > len(first) and (whole["segments_per_episode"] > 1).any()
+    cols = ["env_steps", "episode_return", "segments_per_episode", "policy_loss", "hack_rate"]
+    pd.testing.assert_frame_equal(resumed[cols], whole[cols])
