@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from rltutor.experiments import baselines as bl  # noqa: E402
-from rltutor.views.plots import label_axes, line_with_band, mean_ci  # noqa: E402
+from rltutor.views.plots import PANEL_WIDTH, label_axes, line_with_band, mean_ci, panel_grid  # noqa: E402
 
 N = 3000  # Monte Carlo batches: enough for the checks below, well under a second
 
@@ -158,3 +158,13 @@ def test_plots_helpers():
     with pytest.raises(ValueError, match="at least 2"):
         mean_ci(df.iloc[:3], "step", "y")
     plt.close(fig)
+
+
+@pytest.mark.parametrize(("n", "ncols", "rows"), [(1, 2, 1), (3, 2, 2), (4, 2, 2), (5, 3, 2)])
+def test_panel_grid_adds_rows_not_width(n, ncols, rows):
+    fig, axes = panel_grid(n, ncols, panel_height=3.0, sharey=True)
+    assert len(axes) == n == len(fig.axes)  # unused cells of the last row are removed
+    assert tuple(fig.get_size_inches()) == pytest.approx((PANEL_WIDTH, 3.0 * rows))
+    plt.close(fig)
+    with pytest.raises(ValueError, match="n >= 1"):
+        panel_grid(0)

@@ -17,12 +17,11 @@ What is checked, page by page:
 6. the intro expands GRPO as Group Relative Policy Optimization with its paper (arXiv 2402.03300),
    and any page that quotes the wrong expansion "Generalized Reward Policy Optimization" says it
    is wrong;
-7. offline-readable core content: every image is a local file that exists in the build (no
-   remote ``src``), no stylesheet is remote, Plotly (if used) is embedded rather than loaded from
-   a CDN, and the only remote scripts are on an allow-list of progressive enhancements, namely
-   MathJax (which typesets math whose TeX source is in the page, readable without it) and
-   require.js with the Jupyter-widgets embed manager (used only by live ipywidgets views; every
-   chapter also draws its default figure as a static image).
+7. the book works offline: every image, stylesheet and script is a local file that exists in the
+   build (no remote ``src`` or ``href``: MathJax, require.js and the Jupyter-widgets embed manager are
+   served from ``_static/vendor``, fetched at pinned versions by ``scripts/web_assets.py``), and
+   Plotly (if used) is embedded rather than loaded from a CDN. ``tests/test_browser.py`` opens every
+   page in Chromium with the network refused.
 8. every internal reference resolves: a relative link points at a page (or file) that exists in the
    build and, where it names an anchor, at an element with that id; no Sphinx cross-reference is
    left unresolved (an ``xref`` of the ``std`` domain outside a link, or a ``problematic`` node);
@@ -46,11 +45,6 @@ book = pytest.mark.book
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-ALLOWED_REMOTE_SCRIPTS = (
-    "https://cdn.jsdelivr.net/npm/mathjax@",  # math typesetting; TeX stays readable offline
-    "https://cdnjs.cloudflare.com/ajax/libs/require.js/",  # loader for widget views
-    "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@",  # live ipywidgets views only
-)
 PRIVATE_LIST = "READER_" + "QUESTIONS"  # split so that this file does not match its own grep
 ERROR_PATTERNS = re.compile(r"Traceback \(most recent call last\)|^\s*[A-Z][A-Za-z]*Error: ", re.M)
 
@@ -194,25 +188,65 @@ def test_wrong_grpo_expansion_only_quoted_as_wrong(pages):
             )
 
 
+def _local_file(page_dir: Path, url: str) -> Path:
+    return (page_dir / unquote(urlsplit(url).path)).resolve()
+
+
 @book
-def test_core_content_does_not_need_a_cdn(html_dir, pages):
+def test_the_book_needs_no_cdn(html_dir, pages):
     problems = []
     for name, soup in pages.items():
         page_dir = (html_dir / name).parent
-        for img in soup.find_all("img"):
-            src = img.get("src", "")
-            if src.startswith(("http://", "https://", "//")):
-                problems.append(f"{name}: remote image {src}")
-            elif not src.startswith("data:") and not (page_dir / src).resolve().is_file():
-                problems.append(f"{name}: image file missing {src}")
-        for link in soup.find_all("link", href=True):
-            if "stylesheet" in (link.get("rel") or []) and link["href"].startswith(("http", "//")):
-                problems.append(f"{name}: remote stylesheet {link['href']}")
-        for script in soup.find_all("script", src=True):
-            src = script["src"]
-            if src.startswith(("http", "//")) and not src.startswith(ALLOWED_REMOTE_SCRIPTS):
-                problems.append(f"{name}: remote script {src}")
+        for tag, attr in (("img", "src"), ("script", "src"), ("link", "href")):
+            for node in soup.find_all(tag, attrs={attr: True}):
+                url = node[attr]
+                if tag == "link" and not {"stylesheet", "preload", "modulepreload"} & set(node.get("rel") or []):
+                    continue  # a link to another page, not something the page loads
+                if url.startswith(("http://", "https://", "//")):
+                    problems.append(f"{name}: remote {tag} {url}")
+                elif not url.startswith("data:") and not _local_file(page_dir, url).is_file():
+                    problems.append(f"{name}: {tag} file missing {url}")
     assert not problems, "\n".join(problems)
+
+
+@book
+def test_web_assets_are_the_pinned_ones(html_dir):
+    """MathJax, require.js and the widget manager in the build are those scripts/web_assets.py pins."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("web_assets", ROOT / "scripts" / "web_assets.py")
+    web_assets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(web_assets)
+    built = html_dir / "_static" / "vendor" / "VERSIONS.json"
+    assert built.is_file(), f"{built} is missing: the book was built without its web assets"
+    pinned = {name: version for name, (version, _, _) in web_assets.PINS.items()}
+    assert json.loads(built.read_text()) == pinned, "the build holds other versions than scripts/web_assets.py pins"
+
+
+@book
+def test_no_inline_script_twice(pages):
+    """An inline script repeated on a page re-declares its names: a second ``const THEBE_JS_URL`` threw a
+    SyntaxError on every page before book/_ext/rltutor_offline.py de-duplicated them."""
+    problems = []
+    for name, soup in pages.items():
+        bodies = [s.get_text() for s in soup.find_all("script", src=False) if not s.get("type")]
+        repeated = {b[:80] for b in bodies if b.strip() and bodies.count(b) > 1}
+        problems += [f"{name}: {b!r}" for b in sorted(repeated)]
+    assert not problems, "inline scripts included twice:\n" + "\n".join(problems)
+
+
+@book
+def test_no_pandas_series_footer(pages):
+    """A Series printed or displayed ends in "Name: x, dtype: float64"; the chapters show DataFrames."""
+    footer = re.compile(r"^(Name: .*, )?dtype: \w+$", re.M)
+    bad = {}
+    for name, soup in _notebook_pages(pages).items():
+        for out in soup.select(".cell_output"):
+            m = footer.search(out.get_text("\n"))
+            if m:
+                bad[name] = m.group(0)
+    assert not bad, f"a pandas Series footer in a cell output (show a DataFrame, e.g. .to_frame()): {bad}"
 
 
 @book
