@@ -39,7 +39,11 @@ Welch 95% confidence interval; above 0: confirmed; below 0: refuted; holding 0: 
 and the interval's half-width says how small an effect the runs could have seen. (4) Added after the first
 unguarded runs, in which hacking decided every arm's return, and stated before its own runs: the same
 contrasts with ``--guards decoy`` (every detected hack gets a meaningless reply, so no hack pays), where
-the only way to a higher return is honest solving across the split episodes.
+the only way to a higher return is honest solving across the split episodes. (5) Added after the decoy
+runs, in which the cost of 0.1 per call made quitting early (a hack attempt, a decoy, a wrong submit: -0.2)
+the best policy at 256 tokens under every mode, and stated before its own runs: the decoy runs with
+``--turn-cost 0``, where the only reward is an honest solve, so crediting the right calls across the split
+episodes is all there is to learn; the same contrasts on ``episode_return`` (there: the solve rate).
 
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
@@ -175,7 +179,7 @@ to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
 
 
 def _run_compaction(args: tuple) -> pd.DataFrame:
-    mode, budget, seed, updates, tasks, compaction, guard, path = args
+    mode, budget, seed, updates, tasks, compaction, guard, extra_settings, path = args
     import torch
 
     torch.set_num_threads(1)
@@ -192,6 +196,7 @@ def _run_compaction(args: tuple) -> pd.DataFrame:
         compaction=compaction,
         context_budget=budget,
         **extra,
+        **extra_settings,
     )
     df.insert(1, "context_budget", budget)
     df.insert(1, "sub_advantage", mode)
@@ -212,6 +217,7 @@ def compaction_curves(
     compaction: str = "summary",
     run_dir: str | None = None,
     guard: str = "none",
+    turn_cost: float | None = None,
 ) -> pd.DataFrame:
     """Every (sub-advantage mode, context budget, seed) run of the template agent on ``tasks`` with
     ``compaction``, ``workers`` processes at a time; the rows of all runs, one per update. With ``run_dir``
@@ -223,10 +229,17 @@ def compaction_curves(
         os.makedirs(run_dir, exist_ok=True)
 
     def path(m, b, s):
-        name = f"{m}-{b}-{compaction}-{tasks}-{guard}-s{s}-u{updates}.csv"
+        cost = "" if turn_cost is None else f"-cost{turn_cost:g}"
+        name = f"{m}-{b}-{compaction}-{tasks}-{guard}{cost}-s{s}-u{updates}.csv"
         return os.path.join(run_dir, name) if run_dir else None
 
-    jobs = [(m, b, s, updates, tasks, compaction, guard, path(m, b, s)) for m in modes for b in budgets for s in seeds]
+    settings = {} if turn_cost is None else {"turn_cost": turn_cost}
+    jobs = [
+        (m, b, s, updates, tasks, compaction, guard, settings, path(m, b, s))
+        for m in modes
+        for b in budgets
+        for s in seeds
+    ]
     workers = workers or os.cpu_count() or 1
     if workers == 1:
         frames = [_run_compaction(j) for j in jobs]
@@ -437,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budgets", nargs="+", type=int, default=[4096, 256], help="compaction lab: context budgets")
     p.add_argument("--compaction", default="summary", choices=("recent", "summary"), help="compaction lab")
     p.add_argument(
+        "--turn-cost", type=float, default=None, help="compaction lab: the price of a call (default: the settings' 0.1)"
+    )
+    p.add_argument(
         "--snr",
         action="store_true",
         help="measure each sub-advantage mode's gradient SNR per budget at the cloned policy (sub_advantage_snr; "
@@ -472,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
             args.compaction,
             run_dir,
             args.guards[0],
+            args.turn_cost,
         )
     else:
         df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
