@@ -123,6 +123,18 @@ def agent_env_factory(config: Config, env: ToolShell):
     return lambda: GuardedEnv(ToolShell(**knobs), guard, config.guard, seed=config.seed)
 
 
+def _template_context(config: Config) -> dict:
+    """The template collector's context settings (the token agent's: budget, compaction, room, observation
+    length)."""
+    return dict(
+        context_budget=config.context_budget,
+        compaction=config.compaction,
+        keep_turns=config.keep_turns,
+        max_cmd_tokens=config.max_cmd_tokens,
+        max_obs_tokens=config.max_obs_tokens,
+    )
+
+
 def template_warm_start(config: Config, env: ToolShell, device=None) -> TemplatePolicy:
     """The template policy (seeded with ``config.seed``) after ``config.sft_steps`` steps of behaviour
     cloning on 128 scripted honest solves (label smoothing ``config.bc_smoothing``); cached per setting."""
@@ -134,13 +146,24 @@ def template_warm_start(config: Config, env: ToolShell, device=None) -> Template
         config.bc_smoothing,
         config.seed,
         config.critic,
+        tuple(sorted(_template_context(config).items())) if config.compaction != "none" else (),
     )
     torch.manual_seed(config.seed)
     policy = TemplatePolicy(CAND_DIM, STATE_DIM, hidden=64, critic=config.critic)
 
     def clone():
         knobs = env.knobs
-        demos = template_demos(lambda: ToolShell(**knobs), scripted_solver, 128, seed=config.seed)
+        context = None
+        if config.compaction != "none":  # demonstrations through the same compactions RL will meet
+            c = _template_context(config)
+            context = dict(
+                budget=c["context_budget"],
+                compaction=c["compaction"],
+                keep_turns=c["keep_turns"],
+                room=1 + c["max_cmd_tokens"],
+                max_obs=c["max_obs_tokens"],
+            )
+        demos = template_demos(lambda: ToolShell(**knobs), scripted_solver, 128, seed=config.seed, context=context)
         behaviour_clone(
             policy,
             demos,
@@ -160,18 +183,27 @@ def _build_agent(config: Config, env: ToolShell):
     ``agent_policy="templates"``, a :class:`~rltutor.models.template_policy.TemplatePolicy` cloned from the
     same solver and a :class:`~rltutor.rollout.templates.TemplateCollector`."""
     make = agent_env_factory(config, env)
+    sub = config.sub_advantage
+    if sub == "auto":
+        sub = "ppo_bootstrap" if config.critic else "slime_grpo"
     if config.agent_policy == "templates":
         device = None if config.device == "auto" else config.device
+        # without compaction and with sub_advantage "auto", every turn's reward where it is paid (one row per
+        # episode); otherwise the episode's outcome assigned to its sub-trajectories by the chosen mode
+        per_turn = config.compaction == "none" and config.sub_advantage == "auto"
         collector = TemplateCollector(
-            make, num_tasks=config.num_groups, group_size=config.group_size, turn_cost=config.turn_cost
+            make,
+            num_tasks=config.num_groups,
+            group_size=config.group_size,
+            turn_cost=config.turn_cost,
+            sub_advantage=None if per_turn else sub,
+            gamma=config.gamma,
+            **_template_context(config),
         )
         return template_warm_start(config, env, device), collector
     device = None if config.device == "auto" else config.device
     critic_kind = config.critic_kind if config.critic else "none"
     policy = LMPolicy(agent_warm_start(config, env, device), critic_kind=critic_kind, temperature=config.temperature)
-    sub = config.sub_advantage
-    if sub == "auto":
-        sub = "ppo_bootstrap" if config.critic else "slime_grpo"
     collector = AgentCollector(
         make,
         num_tasks=config.num_groups,

@@ -91,6 +91,8 @@ _TEMPLATE_COMMON = dict(
     turn_cost=0.1,
     sft_steps=200,
     eval_every=0,
+    compaction="none",  # a template episode (9 turns, <= ~650 tokens) fits: no compaction unless asked for
+    context_budget=4096,
 )
 TEMPLATE_SETTINGS = {
     "ppo": dict(_TEMPLATE_COMMON, gamma=0.99, lam=0.95, ent_coef=0.02),

@@ -15,8 +15,10 @@ What is there (:func:`names` lists it), each made by the command stored in or be
 * ``horizon/sweep/``: the GRPO-vs-PPO sweep (chapter 05; ``python -m rltutor.experiments.sweep``);
 * ``lm_horizon_quick_3seeds.csv``: the language-model horizon runs (chapter 07;
   ``python -m rltutor.experiments.lm horizon``);
-* ``agents/*.csv`` with their ``.cmd`` files: the agent's hack curves and guard comparisons (chapter 11;
-  ``python -m rltutor.experiments.agents``).
+* ``agents/*.csv`` with their ``.cmd`` files: the agent's hack curves and guard comparisons, and the
+  compaction lab (``compaction_headline``, ``compaction_other``, ``compaction_decoy``: learning curves
+  per sub-advantage mode and context budget; ``compaction_snr``: gradient SNR per mode and budget)
+  (chapter 11; ``python -m rltutor.experiments.agents``).
 
 A lab that regenerates one writes it with ``--out rltutor/data/...`` from the repository root. This module
 imports nothing from the package (the bottom layer, beside :mod:`rltutor.utils`).

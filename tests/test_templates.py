@@ -191,3 +191,248 @@ def test_build_and_cli_template_agent(tmp_path):
     for k in ("env_steps", "solve_rate", "hack_rate", "episode_return", "segments_per_episode", "mean_turns"):
         assert k in df.columns
     assert (df.segments_per_episode == 1).all()
+
+
+# ----------------------------------------------------------------------------------------------
+# Compaction for the template agent: sub-trajectories as rows
+# ----------------------------------------------------------------------------------------------
+
+MIX = dict(hops=(2, 5), max_turns=8, max_output_chars=400)
+
+
+def _compacting(sub_advantage="ppo_bootstrap", budget=200, compaction="summary", **kw):
+    return TemplateCollector(
+        lambda: ToolShell(**MIX),
+        num_tasks=3,
+        group_size=3,
+        turn_cost=0.1,
+        context_budget=budget,
+        compaction=compaction,
+        sub_advantage=sub_advantage,
+        gamma=0.9,
+        **kw,
+    )
+
+
+def _rows_per_episode(batch_meta):
+    return torch.bincount(batch_meta[:, 1])
+
+
+@pytest.mark.parametrize("compaction", ["recent", "summary"])
+def test_every_turn_is_trained_in_exactly_one_sub_trajectory(compaction, monkeypatch):
+    import rltutor.rollout.templates as T
+
+    seen = {}
+    real = T.TemplateCollector._batch
+
+    def spy(self, steps, device):
+        batch, meta = real(self, steps, device)
+        seen["steps"], seen["meta"] = steps, meta
+        return batch, meta
+
+    monkeypatch.setattr(T.TemplateCollector, "_batch", spy)
+    col = _compacting(compaction=compaction)
+    batch, info = col.collect(_policy(), torch.Generator().manual_seed(1))
+    meta, m = seen["meta"], batch["mask"]
+    # every turn of every episode is one trained step of one row, in order
+    assert int(m.sum()) == info["env_steps"] == sum(len(st) for st in seen["steps"])
+    for e, st in enumerate(seen["steps"]):
+        rows = (meta[:, 1] == e).nonzero().flatten()
+        assert meta[rows, 2].tolist() == list(range(len(rows)))  # k = 0..K-1, consecutive
+        assert (meta[rows, 3] == len(rows)).all()
+        assert [int(m[r].sum()) for r in rows] == [sum(s["segment"] == k for s in st) for k in range(len(rows))]
+        logp = torch.cat([batch["logp"][r][m[r] > 0] for r in rows])
+        assert torch.allclose(logp, torch.tensor([s["logp"] for s in st]))
+    assert info["metrics"]["segments_per_episode"] == len(meta) / 9 > 1  # the budget split episodes
+    ev = _policy().evaluate(batch)  # the rows replay: the stored log-probs are the policy's
+    assert torch.allclose(ev["logp"] * m, batch["logp"] * m, atol=1e-5)
+
+
+def test_compacted_contexts_respect_the_budget():
+    from rltutor.envs.toolshell.vocab import encode
+    from rltutor.rollout.templates import _Context
+
+    env = ToolShell(**MIX)
+    for budget in (200, 260):
+        for seed in range(5):
+            statement = env.reset(seed=seed)
+            ctx = _Context(statement, budget, "summary", 2, room=25, max_obs=128)
+            for command in scripted_solver(env):
+                obs, _, done, _ = env.step(command)
+                if done:
+                    break
+                text = ctx.record(command, obs)
+                assert ctx.length + ctx.room <= budget  # the next command always fits
+                if text is not None:  # the memory restarts from exactly the compacted tokens
+                    assert len(encode(text)) == ctx.length
+    with pytest.raises(ValueError, match="raise context_budget"):
+        _Context(statement, 40, "summary", 2, room=25, max_obs=128)
+
+
+def _collect_with_meta(col, pol, seed):
+    import rltutor.rollout.templates as T
+
+    seen = {}
+    real = T.TemplateCollector._batch
+
+    def spy(self, steps, device):
+        batch, meta = real(self, steps, device)
+        seen["meta"] = meta
+        return batch, meta
+
+    T.TemplateCollector._batch = spy
+    try:
+        batch, info = col.collect(pol, torch.Generator().manual_seed(seed))
+    finally:
+        T.TemplateCollector._batch = real
+    return batch, info, seen["meta"]
+
+
+def test_bootstrap_values_only_at_compaction_boundaries():
+    pol = _policy(critic=True)
+    batch, info, meta = _collect_with_meta(_compacting("ppo_bootstrap"), pol, 2)
+    batch2, _, meta2 = _collect_with_meta(_compacting("ppo_no_bootstrap"), pol, 2)  # same seeds, same episodes
+    assert torch.equal(batch["actions"], batch2["actions"]) and torch.equal(meta, meta2)
+    m, r, r2, v = batch["mask"], batch["rewards"], batch2["rewards"], batch["values"]
+    k, K = meta[:, 2], meta[:, 3]
+    assert (K > 1).any()  # the budget split some episodes
+    last = m.sum(1).long() - 1  # each row's last turn
+    rows = torch.arange(len(m))
+    # rewards sit on the last turn only; before an episode's last row: gamma * V(next row's first turn) with
+    # the bootstrap, 0 without it; on the last row: the episode's return, the same in both
+    assert torch.equal(r.sum(1), r[rows, last]) and torch.equal(r2.sum(1), r2[rows, last])
+    inner = k < K - 1
+    nxt = (rows + 1).clamp(max=len(m) - 1)
+    assert torch.allclose(r[rows, last][inner], 0.9 * v[nxt, 0][inner])
+    assert (r2[rows, last][inner] == 0).all()
+    returns = torch.tensor(info["episode_returns"])
+    assert torch.allclose(r[rows, last][~inner], returns[meta[~inner, 1]])
+    assert torch.equal(r[rows, last][~inner], r2[rows, last][~inner])
+    assert info["metrics"]["comparable_row_frac"] != info["metrics"]["comparable_row_frac"]  # NaN: no groups
+    assert "critic_ev_boundary" in info["metrics"]
+
+
+def test_slime_grpo_falls_back_to_one_group_when_episodes_split():
+    batch, info = _compacting("slime_grpo").collect(_policy(critic=False), torch.Generator().manual_seed(3))
+    assert (batch["group_ids"] == 0).all() and info["metrics"]["comparable_row_frac"] == 0.0
+    wide = _compacting("slime_grpo", budget=4096)
+    batch, info = wide.collect(_policy(critic=False), torch.Generator().manual_seed(3))
+    assert batch["group_ids"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert info["metrics"]["comparable_row_frac"] == 1.0 and info["metrics"]["segments_per_episode"] == 1.0
+
+
+def test_no_compaction_ends_an_overflowing_episode():
+    col = _compacting("ppo_no_bootstrap", budget=200, compaction="none")
+    _, info = col.collect(_policy(), torch.Generator().manual_seed(0))
+    assert info["metrics"]["overflow_rate"] > 0 and info["metrics"]["segments_per_episode"] == 1.0
+
+
+def test_demonstrations_pass_through_compaction():
+    context = dict(budget=200, compaction="summary", keep_turns=2, room=25, max_obs=128)
+    plain = template_demos(lambda: ToolShell(**MIX), scripted_solver, 8, seed=0)
+    compacted = template_demos(lambda: ToolShell(**MIX), scripted_solver, 8, seed=0, context=context)
+    assert len(plain["target"]) == len(compacted["target"])  # the solver's every command stays a candidate
+    assert not torch.equal(plain["state"], compacted["state"])  # but from restarted memories
+
+
+def test_compaction_needs_a_sub_advantage_mode():
+    with pytest.raises(ValueError, match="pass sub_advantage"):
+        TemplateCollector(lambda: ToolShell(**MIX), context_budget=200, compaction="summary")
+
+
+def test_compaction_lab_resumes_run_by_run(tmp_path, monkeypatch):
+    import rltutor.experiments.agents as A
+
+    real = A.run_agent
+    calls = []
+
+    def tiny(*a, **k):
+        calls.append(a)
+        small = {"sft_steps": 5, "num_groups": 2, "group_size": 2, "env_options": {"hops": 2, "max_turns": 5}}
+        return real(*a, **{**k, **small})
+
+    monkeypatch.setattr(A, "run_agent", tiny)
+    kw = dict(budgets=(200,), seeds=(0,), updates=1, workers=1, run_dir=str(tmp_path))
+    df = A.compaction_curves(("slime_grpo",), **kw)
+    assert len(calls) == 1 and len(list(tmp_path.iterdir())) == 1
+    again = A.compaction_curves(("slime_grpo",), **kw)  # read back, not rerun
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(df, again)
+    assert set(df["sub_advantage"]) == {"slime_grpo"} and set(df["context_budget"]) == {200}
+
+
+def _fake_runs(ppo, grpo, budgets=(256, 4096)):
+    rows = []
+    for mode, values in (("ppo_bootstrap", ppo), ("slime_grpo", grpo), ("broadcast_grpo", grpo)):
+        for budget in budgets:
+            for seed, v in enumerate(values[budget]):
+                rows.append(
+                    {"sub_advantage": mode, "context_budget": budget, "seed": seed, "update": 1, "episode_return": v}
+                )
+    return pd.DataFrame(rows)
+
+
+def test_compaction_verdicts_decide_from_the_intervals():
+    from rltutor.experiments.agents import compaction_verdicts
+
+    ppo = {256: [0.9, 0.8, 0.85, 0.95, 0.9], 4096: [0.5, 0.4, 0.6, 0.5, 0.45]}
+    grpo = {256: [0.1, 0.2, 0.15, 0.1, 0.05], 4096: [0.5, 0.45, 0.55, 0.5, 0.4]}
+    v = compaction_verdicts(_fake_runs(ppo, grpo), last=1).set_index("contrast")
+    assert v.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "confirmed"
+    assert v.loc["ppo_bootstrap - slime_grpo at 4096 tokens", "verdict"] == "not visible"
+    assert v.loc["(ppo_bootstrap - slime_grpo) at 256 minus at 4096", "verdict"] == "confirmed"
+    flipped = compaction_verdicts(_fake_runs(grpo, ppo), last=1).set_index("contrast")
+    assert flipped.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "refuted"
+    est = v.loc["ppo_bootstrap - slime_grpo at 256 tokens"]
+    assert est["estimate"] == pytest.approx(0.88 - 0.12)
+    assert est["ci_low"] < est["estimate"] < est["ci_high"] and est["seeds"] == "5/5"
+    with pytest.raises(ValueError, match="mix guards"):
+        compaction_verdicts(_fake_runs(ppo, grpo).assign(guard=["none", "decoy"] * 15))
+
+
+def test_a_compacting_template_run_resumes_exactly(tmp_path):
+    from rltutor.cli import main
+
+    def args(out, steps):
+        return [
+            "train",
+            "--env",
+            "toolshell",
+            "--agent-policy",
+            "templates",
+            "--algo",
+            "ppo",
+            "--compaction",
+            "summary",
+            "--context-budget",
+            "200",
+            "--sub-advantage",
+            "ppo_bootstrap",
+            "--out",
+            str(out),
+            "--steps",
+            str(steps),
+            "--seed",
+            "3",
+            "--no-progress",
+            "--checkpoint-every",
+            "1",
+            "--set",
+            "sft_steps=20",
+            "--set",
+            "num_groups=2",
+            "--set",
+            "group_size=2",
+            "--set",
+            'env_options={"hops": [2, 5], "max_turns": 8}',
+        ]
+
+    assert main(args(tmp_path / "a", 40)) == 0
+    first = pd.read_csv(tmp_path / "a" / "metrics.csv")
+    assert main(["train", "--out", str(tmp_path / "a"), "--resume", "--steps", "100", "--no-progress"]) == 0
+    resumed = pd.read_csv(tmp_path / "a" / "metrics.csv")
+    assert main(args(tmp_path / "b", 100)) == 0
+    whole = pd.read_csv(tmp_path / "b" / "metrics.csv")
+    assert len(resumed) > len(first) and (whole["segments_per_episode"] > 1).any()
+    cols = ["env_steps", "episode_return", "segments_per_episode", "policy_loss", "hack_rate"]
+    pd.testing.assert_frame_equal(resumed[cols], whole[cols])

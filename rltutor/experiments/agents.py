@@ -22,6 +22,29 @@ solves it keeps as well as the hacks it blocks. Stored runs (20 updates, 5 seeds
 above a hack rate of 0.2 in 5 of 5 seeds and GRPO in 3 of 5, and hacks displace honest solves on the feasible
 tasks too.
 
+``--sub-advantages`` runs the compaction lab instead (:func:`compaction_curves`): the same agent on the mix,
+with a context budget in tokens (``--budgets``; 4096 never compacts a template episode) and the ``summary``
+compaction, once per way of assigning an episode's outcome to its sub-trajectories
+(:data:`SUB_ADVANTAGE_RUNS`: the mode, the algorithm it needs and its overrides). Runs are stored one file
+each in ``OUT.runs/``, so an interrupted lab resumes where it stopped.
+
+Pre-stated tests of the compaction lab (written before its runs; :func:`compaction_verdicts` computes them
+from the stored CSV). Per run, the mean of the last 5 updates' ``episode_return`` (also
+``honest_solve_rate_feasible`` and ``hack_rate``); 5 seeds per headline arm. (1) The reported account, "GRPO
+cannot group uneven sub-trajectories fairly, so a critic is needed": at the tight budget (256 tokens,
+about 5 sub-trajectories per episode), ``ppo_bootstrap`` minus ``slime_grpo`` and minus ``broadcast_grpo``.
+(2) The same contrasts at 4096 tokens (no compaction), the control: a gap there is not compaction's doing.
+(3) The interaction, contrast (1) minus (2): does compaction cost a GRPO mode more than PPO? Each gets a
+Welch 95% confidence interval; above 0: confirmed; below 0: refuted; holding 0: not visible at this scale,
+and the interval's half-width says how small an effect the runs could have seen. (4) Added after the first
+unguarded runs, in which hacking decided every arm's return, and stated before its own runs: the same
+contrasts with ``--guards decoy`` (every detected hack gets a meaningless reply, so no hack pays), where
+the only way to a higher return is honest solving across the split episodes. (5) Added after the decoy
+runs, in which the cost of 0.1 per call made quitting early (a hack attempt, a decoy, a wrong submit: -0.2)
+the best policy at 256 tokens under every mode, and stated before its own runs: the decoy runs with
+``--turn-cost 0``, where the only reward is an honest solve, so crediting the right calls across the split
+episodes is all there is to learn; the same contrasts on ``episode_return`` (there: the solve rate).
+
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
 * :func:`hack_curves` -- many runs (algorithms x guards x seeds) over a process pool;
@@ -32,18 +55,32 @@ tasks too.
 from __future__ import annotations
 
 import argparse
+import copy
+import math
 import os
 import shlex
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 import pandas as pd
+import torch
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
 from rltutor.train import Trainer
+from rltutor.utils import t_quantile
 
-__all__ = ["run_agent", "hack_curves", "summarize", "main"]
+__all__ = [
+    "SUB_ADVANTAGE_RUNS",
+    "run_agent",
+    "hack_curves",
+    "compaction_curves",
+    "compaction_verdicts",
+    "sub_advantage_snr",
+    "summarize",
+    "main",
+]
 
 COLUMNS = (
     "update",
@@ -65,6 +102,12 @@ COLUMNS = (
     "timeout_rate",
     "mean_turns",
     "segments_per_episode",
+    "max_segments",
+    "overflow_rate",
+    "comparable_row_frac",
+    "critic_ev_boundary",
+    "critic_ev_all",
+    "explained_variance",
     "grad_norm",
     "approx_kl",
     "clip_frac",
@@ -122,9 +165,261 @@ def hack_curves(
     return pd.concat(frames, ignore_index=True)
 
 
+SUB_ADVANTAGE_RUNS: dict[str, tuple[str, dict]] = {
+    "ppo_bootstrap": ("ppo", {}),
+    "ppo_no_bootstrap": ("ppo", {}),
+    "slime_grpo": ("grpo", {}),
+    "broadcast_grpo": ("grpo", {"estimator": "reinforce", "gamma": 1.0}),
+    "split_reward": ("grpo", {}),
+    "index_groups": ("grpo", {}),
+}
+"""Per way of assigning an episode's outcome to its sub-trajectories (rltutor.rollout.compaction.SUB_ADVANTAGES):
+the algorithm it runs under and the settings it needs (broadcast_grpo: the episode's GRPO advantage, copied
+to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
+
+
+def _run_compaction(args: tuple) -> pd.DataFrame:
+    mode, budget, seed, updates, tasks, compaction, guard, extra_settings, path = args
+    import torch
+
+    torch.set_num_threads(1)
+    if path and os.path.exists(path):
+        return pd.read_csv(path)
+    algo, extra = SUB_ADVANTAGE_RUNS[mode]
+    df = run_agent(
+        algo,
+        seed,
+        guard,
+        updates,
+        tasks,
+        sub_advantage=mode,
+        compaction=compaction,
+        context_budget=budget,
+        **extra,
+        **extra_settings,
+    )
+    df.insert(1, "context_budget", budget)
+    df.insert(1, "sub_advantage", mode)
+    if path:
+        df.to_csv(path + ".part", index=False, float_format="%.5g")
+        os.replace(path + ".part", path)  # a run is stored whole or not at all
+        df = pd.read_csv(path)
+    return df
+
+
+def compaction_curves(
+    modes=("ppo_bootstrap", "slime_grpo", "broadcast_grpo"),
+    budgets=(4096, 256),
+    seeds=(0, 1, 2, 3, 4),
+    updates: int = 30,
+    workers: int | None = None,
+    tasks: str = "mix",
+    compaction: str = "summary",
+    run_dir: str | None = None,
+    guard: str = "none",
+    turn_cost: float | None = None,
+) -> pd.DataFrame:
+    """Every (sub-advantage mode, context budget, seed) run of the template agent on ``tasks`` with
+    ``compaction``, ``workers`` processes at a time; the rows of all runs, one per update. With ``run_dir``
+    each run is stored there as it ends and a stored run is read back instead of rerun (resumable)."""
+    for m in modes:
+        if m not in SUB_ADVANTAGE_RUNS:
+            raise ValueError(f"unknown sub-advantage mode {m!r}; valid: {', '.join(SUB_ADVANTAGE_RUNS)}")
+    if run_dir:
+        os.makedirs(run_dir, exist_ok=True)
+
+    def path(m, b, s):
+        cost = "" if turn_cost is None else f"-cost{turn_cost:g}"
+        name = f"{m}-{b}-{compaction}-{tasks}-{guard}{cost}-s{s}-u{updates}.csv"
+        return os.path.join(run_dir, name) if run_dir else None
+
+    settings = {} if turn_cost is None else {"turn_cost": turn_cost}
+    jobs = [
+        (m, b, s, updates, tasks, compaction, guard, settings, path(m, b, s))
+        for m in modes
+        for b in budgets
+        for s in seeds
+    ]
+    workers = workers or os.cpu_count() or 1
+    if workers == 1:
+        frames = [_run_compaction(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            frames = list(pool.map(_run_compaction, jobs))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:
+    """A linear contrast sum_i w_i mean(x_i) of independent arms: its estimate and the half-width of its 95%
+    confidence interval (Welch-Satterthwaite degrees of freedom)."""
+    est = sum(w * x.mean() for w, x in arms)
+    terms = [w * w * x.var(ddof=1) / len(x) for w, x in arms]
+    se2 = sum(terms)
+    if se2 == 0:
+        return float(est), 0.0
+    df = se2 * se2 / sum(t * t / (len(x) - 1) for t, (_, x) in zip(terms, arms, strict=True) if t > 0)
+    return float(est), float(t_quantile(max(2, round(df) + 1)) * math.sqrt(se2))
+
+
+def compaction_verdicts(
+    df: pd.DataFrame, metric: str = "episode_return", last: int = 5, tight: int = 256, loose: int = 4096
+) -> pd.DataFrame:
+    """The compaction lab's pre-stated tests (module docstring), from stored runs: per contrast its estimate,
+    the 95% confidence interval over seeds and the verdict (*confirmed*: the interval lies above 0;
+    *refuted*: below 0; *not visible*: it holds 0, and its half-width is the smallest effect the runs could
+    have seen). ``metric`` is averaged over each run's ``last`` updates."""
+    if "guard" in df.columns and df["guard"].nunique() > 1:
+        raise ValueError(f"the runs mix guards {sorted(df['guard'].unique())}; pass one guard's rows")
+    end = df[df["update"] > df["update"].max() - last].groupby(["sub_advantage", "context_budget", "seed"])[metric]
+    per_run = end.mean()
+
+    def arm(mode, budget):
+        try:
+            return per_run.loc[(mode, budget)]
+        except KeyError:
+            return None
+
+    rows = []
+    for other in ("slime_grpo", "broadcast_grpo"):
+        for budget in (tight, loose):
+            a, b = arm("ppo_bootstrap", budget), arm(other, budget)
+            if a is not None and b is not None and len(a) >= 2 and len(b) >= 2:
+                rows.append((f"ppo_bootstrap - {other} at {budget} tokens", [(1, a), (-1, b)]))
+        arms = [arm("ppo_bootstrap", tight), arm(other, tight), arm("ppo_bootstrap", loose), arm(other, loose)]
+        if all(x is not None and len(x) >= 2 for x in arms):
+            rows.append(
+                (
+                    f"(ppo_bootstrap - {other}) at {tight} minus at {loose}",
+                    [(1, arms[0]), (-1, arms[1]), (-1, arms[2]), (1, arms[3])],
+                )
+            )
+    out = []
+    for name, arms in rows:
+        est, half = _contrast(arms)
+        verdict = "confirmed" if est - half > 0 else "refuted" if est + half < 0 else "not visible"
+        seeds = "/".join(str(len(x)) for _, x in arms)
+        out.append(
+            {
+                "contrast": name,
+                "metric": metric,
+                "estimate": est,
+                "ci_low": est - half,
+                "ci_high": est + half,
+                "seeds": seeds,
+                "verdict": verdict,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def sub_advantage_snr(
+    budgets=(4096, 320, 256, 224),
+    modes=tuple(SUB_ADVANTAGE_RUNS),
+    batches: int = 32,
+    fit_batches: int = 8,
+    seed: int = 0,
+    tasks: str = "mix",
+    compaction: str = "summary",
+) -> pd.DataFrame:
+    """The policy gradient's signal-to-noise ratio under each sub-advantage mode, against the number of
+    compactions per episode, at a fixed policy (no training).
+
+    The policy is the cloned template agent of ``seed`` (the warm start of every run of the lab). Per
+    budget: its critic is first fitted (300 Adam steps) to the discounted outcomes of ``fit_batches``
+    batches collected at that budget (the critic a PPO run would be learning there); then ``batches``
+    batches of 4 tasks x 8 episodes are collected once, and each mode assigns the same episodes' outcomes
+    (:func:`rltutor.rollout.compaction.assign_rewards`), its estimator turns them into advantages (GAE with
+    gamma 0.99, lambda 0.95 for the PPO modes; GRPO over the mode's groups; the return-to-go at gamma 1 for
+    broadcast_grpo), and the gradient of the token-mean surrogate ``sum A log pi / sum mask`` over the
+    policy's (not the critic's) parameters is one estimate g. SNR and variance over the estimates:
+    :func:`rltutor.experiments.variance.summarize` (``|E g|^2`` estimated without bias). One row per
+    (budget, mode)."""
+    from rltutor.advantages import compute_advantages
+    from rltutor.build import build
+    from rltutor.envs.toolshell import ToolShell
+    from rltutor.experiments.variance import summarize as grad_summary
+    from rltutor.rollout.compaction import assign_rewards
+    from rltutor.rollout.templates import TemplateCollector, outcome_to_go
+
+    base = make_config("ppo", **{**template_settings("ppo", tasks), "seed": seed, "total_steps": 10**9})
+    policy0, _ = build(base)
+    knobs = dict(TEMPLATE_TASKS[tasks])
+    G, n_tasks, gamma, lam = base.group_size, base.num_groups, base.gamma, base.lam
+    rows = []
+    for budget in budgets:
+        policy = copy.deepcopy(policy0)
+        col = TemplateCollector(
+            lambda: ToolShell(**knobs),
+            num_tasks=n_tasks,
+            group_size=G,
+            turn_cost=base.turn_cost,
+            context_budget=budget,
+            compaction=compaction,
+            sub_advantage="ppo_no_bootstrap",
+            gamma=gamma,
+            max_cmd_tokens=base.max_cmd_tokens,
+            max_obs_tokens=base.max_obs_tokens,
+        )
+        gen = torch.Generator().manual_seed(1000 * seed + budget)
+        fit = [col.collect(policy, gen) for _ in range(fit_batches)]
+        opt = torch.optim.Adam(policy.critic.parameters(), lr=3e-3)
+        data = [(b, outcome_to_go(b["mask"], i["meta"], torch.tensor(i["episode_returns"]), gamma)) for b, i in fit]
+        for step in range(300):
+            b, g = data[step % len(data)]
+            v = policy.value(b["cand"], b["cand_mask"].bool(), b["state"])
+            loss = (((v - g) * b["mask"]) ** 2).sum() / b["mask"].sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        collected = [col.collect(policy, gen) for _ in range(batches)]
+        params = [p for n, p in policy.named_parameters() if not n.startswith("critic")]
+        segs = sum(i["metrics"]["segments_per_episode"] for _, i in collected) / batches
+        for mode in modes:
+            grads, comparable = [], []
+            for b, i in collected:
+                meta, mask = i["meta"], b["mask"]
+                outcome = torch.tensor(i["episode_returns"], dtype=mask.dtype)
+                r, gid = assign_rewards(mode, meta, outcome, mask, b["values"], gamma, n_tasks, G)
+                if mode.startswith("ppo"):
+                    est, gm = "gae", gamma
+                elif mode == "broadcast_grpo":
+                    est, gm = "reinforce", 1.0
+                else:
+                    est, gm = "grpo", 1.0
+                adv, _ = compute_advantages(
+                    est, rewards=r, mask=mask, values=b["values"], group_ids=gid, gamma=gm, lam=lam
+                )
+                logp = policy.evaluate(b)["logp"]
+                surrogate = (adv.detach() * logp * mask).sum() / mask.sum()
+                grads.append(torch.cat([x.flatten() for x in torch.autograd.grad(surrogate, params)]))
+                comparable.append(_comparable_share(mode, gid, meta))
+            g = torch.stack(grads)[:, None, :]  # (M, 1, P)
+            out = grad_summary(g, g.mean(0))
+            rows.append(
+                {
+                    "context_budget": budget,
+                    "sub_advantage": mode,
+                    "segments_per_episode": segs,
+                    "snr": out["snr"],
+                    "variance": out["variance"],
+                    "variance_se": out["variance_se"],
+                    "signal": out["signal"],
+                    "comparable_row_frac": float(np.mean(comparable)),
+                    "batches": batches,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _comparable_share(mode, gid, meta) -> float:
+    from rltutor.rollout.templates import _comparable_frac
+
+    return _comparable_frac(mode, gid, meta)
+
+
 def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
     """Per (algo, guard, seed): the first update's and the mean of the ``last`` updates' metrics."""
-    keys = [k for k in ("tasks", "algo", "guard", "seed") if k in df.columns]
+    keys = [k for k in ("tasks", "algo", "sub_advantage", "context_budget", "guard", "seed") if k in df.columns]
     cols = [c for c in COLUMNS if c in df.columns and c not in ("update", "env_steps", "time_s")]
     start = [c for c in ("hack_rate", "solve_rate", "honest_solve_rate_feasible", "episode_return") if c in df.columns]
     first = df[df["update"] == 1].set_index(keys)[start].add_suffix("_start")
@@ -145,10 +440,58 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--updates", type=int, default=40, help="updates per run (32 episodes each)")
     p.add_argument("--workers", type=int, default=None, help="processes (default: the CPU count)")
+    p.add_argument(
+        "--sub-advantages",
+        nargs="+",
+        default=None,
+        choices=tuple(SUB_ADVANTAGE_RUNS),
+        help="run the compaction lab (--algos is ignored; the first of --guards is used): one arm per mode",
+    )
+    p.add_argument("--budgets", nargs="+", type=int, default=[4096, 256], help="compaction lab: context budgets")
+    p.add_argument("--compaction", default="summary", choices=("recent", "summary"), help="compaction lab")
+    p.add_argument(
+        "--turn-cost", type=float, default=None, help="compaction lab: the price of a call (default: the settings' 0.1)"
+    )
+    p.add_argument(
+        "--snr",
+        action="store_true",
+        help="measure each sub-advantage mode's gradient SNR per budget at the cloned policy (sub_advantage_snr; "
+        "the first of --seeds)",
+    )
+    p.add_argument("--batches", type=int, default=32, help="--snr: gradient estimates per (budget, mode)")
     p.add_argument("--out", required=True, help="CSV file; FILE.cmd beside it gets the command")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
+    if args.snr:
+        tasks = args.tasks if "--tasks" in (argv or sys.argv[1:]) else "mix"
+        df = sub_advantage_snr(
+            args.budgets, batches=args.batches, seed=args.seeds[0], tasks=tasks, compaction=args.compaction
+        )
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        df.to_csv(args.out, index=False, float_format="%.5g")
+        cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+        with open(os.path.splitext(args.out)[0] + ".cmd", "w") as f:
+            f.write(cmd + "\n")
+        print(df.round(4).to_string(index=False))
+        print(f"{time.perf_counter() - t0:.0f} s; wrote {args.out}")
+        return 0
+    if args.sub_advantages:
+        tasks = args.tasks if "--tasks" in (argv or sys.argv[1:]) else "mix"
+        run_dir = os.path.splitext(args.out)[0] + ".runs"
+        df = compaction_curves(
+            args.sub_advantages,
+            args.budgets,
+            args.seeds,
+            args.updates,
+            args.workers,
+            tasks,
+            args.compaction,
+            run_dir,
+            args.guards[0],
+            args.turn_cost,
+        )
+    else:
+        df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     df.to_csv(args.out, index=False, float_format="%.5g")
     cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))

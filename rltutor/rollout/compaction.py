@@ -32,7 +32,15 @@ from rltutor.advantages import group_advantages
 from rltutor.envs.toolshell.vocab import CMD, EOS, OBS, decode, encode
 from rltutor.utils import check_choice
 
-__all__ = ["COMPACTIONS", "SUB_ADVANTAGES", "turn_tokens", "summarize", "compact", "assign_rewards"]
+__all__ = [
+    "COMPACTIONS",
+    "SUB_ADVANTAGES",
+    "turn_tokens",
+    "summarize",
+    "compact",
+    "assign_rewards",
+    "comparable_rows",
+]
 
 COMPACTIONS = ("none", "recent", "summary")
 
@@ -200,3 +208,17 @@ def assign_rewards(
     rewards = torch.zeros_like(mask)
     rewards[rows, last] = r_last
     return rewards, group_ids
+
+
+def comparable_rows(group_ids: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:
+    """Per row (R,) bool: does the row sit in a group of *comparable* samples? A group is comparable when it
+    holds at least 2 rows, all of one task, at most one row per episode: a group baseline then compares
+    whole attempts at one task, as GRPO assumes. ``meta``: (R, 4) ``(task, episode, k, K)``, as in
+    :func:`assign_rewards`."""
+    out = torch.zeros(len(group_ids), dtype=torch.bool, device=group_ids.device)
+    for g in group_ids.unique():
+        rows = group_ids == g
+        m = meta[rows]
+        n = int(rows.sum())
+        out[rows] = n >= 2 and m[:, 0].unique().numel() == 1 and m[:, 1].unique().numel() == n
+    return out

@@ -38,7 +38,9 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from rltutor.utils import check_int, check_number
+from rltutor.envs.toolshell.vocab import EOS, TASK, decode, encode
+from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGES, assign_rewards, compact, comparable_rows
+from rltutor.utils import check_choice, check_int, check_number
 
 __all__ = [
     "TEMPLATES",
@@ -49,6 +51,7 @@ __all__ = [
     "template_demos",
     "behaviour_clone",
     "command_of",
+    "outcome_to_go",
 ]
 
 TEMPLATES = ("ls", "cat", "grep", "curl", "submit")
@@ -67,6 +70,12 @@ _WORD = re.compile(r"\b[A-Z][A-Z_]{2,}\b")
 _NUMBER = re.compile(r"(?<![\w.:/-])\d{1,7}(?![\w.:/])")
 _GREP_PREFIX = re.compile(r"^(?:\./)?[\w./-]+:\d+:", re.M)
 _NAMED = re.compile(r"\b([A-Z][A-Z_]{2,})\s*==?\s*(\d+)\b")
+
+
+def _one_fact_per_line(text: str) -> str:
+    """A summary line ``COMMAND: FACT; FACT`` (:func:`rltutor.rollout.compaction.summarize`) as one fact per
+    line, so that an import fact is read as an import (the observation parser reads them at line starts)."""
+    return re.sub(r"; |: (?=from |assert |[A-Za-z_]\w* = |\w+ is )", "\n", text)
 
 
 def command_of(template: str, arg: str) -> str:
@@ -144,6 +153,14 @@ class Memory:
         for n in numbers:
             self._add(("submit", n), named=n in named)
         self.last_numbers = len(set(numbers))
+
+    def restart(self, context: str) -> None:
+        """Forget everything and read ``context``, a compacted context's text (task, kept turns or summary),
+        as a new statement: what a model reading only the compacted context could know. The turn counter
+        and the previous template stay (the environment's turn budget is still being spent)."""
+        turn, prev = self.turn, self.prev_template
+        self.__init__(_one_fact_per_line(context), self.max_turns, self.max_cands)
+        self.turn, self.prev_template = turn, prev
 
     def update(self, obs: str, template: str, arg: str, info: dict | None = None) -> None:
         """Record the call ``template arg`` and read its observation ``obs``."""
@@ -231,25 +248,157 @@ def _feasibility_metrics(records: list[dict], max_turns: list[int]) -> dict:
     }
 
 
+def _comparable_frac(mode: str, group_ids: torch.Tensor, meta: torch.Tensor) -> float:
+    """The share of rows whose advantage comes from a comparison within a group of comparable samples
+    (:func:`~rltutor.rollout.compaction.comparable_rows`): NaN for the PPO modes (no groups: a critic's
+    baseline); for ``broadcast_grpo``, whose groups are whole episodes of one task, the share of rows whose
+    episode has at least one other episode of its task."""
+    if mode.startswith("ppo"):
+        return float("nan")
+    if mode == "broadcast_grpo":
+        episodes_per_task = torch.zeros(int(meta[:, 0].max()) + 1, dtype=torch.long, device=meta.device)
+        first = meta[:, 2] == 0
+        episodes_per_task.index_add_(0, meta[first, 0], torch.ones_like(meta[first, 0]))
+        return float((episodes_per_task[meta[:, 0]] >= 2).float().mean())
+    return float(comparable_rows(group_ids, meta).float().mean())
+
+
+def _explained(v: torch.Tensor, g: torch.Tensor) -> float:
+    """1 - Var(g - v) / Var(g); NaN with fewer than 2 samples or Var(g) = 0."""
+    if len(g) < 2 or float(g.var()) == 0.0:
+        return float("nan")
+    return float(1 - (g - v).var() / g.var())
+
+
+def outcome_to_go(mask: torch.Tensor, meta: torch.Tensor, returns: torch.Tensor, gamma: float) -> torch.Tensor:
+    """(R, T) the discounted outcome from each turn of R sub-trajectory rows, ``gamma^(turns left - 1) *
+    R_episode`` (an episode's return sits on its last turn): what a critic of these rows should predict.
+    ``meta`` (R, 4) = (task, episode, k, K), rows of an episode consecutive; ``returns`` (E,) per episode."""
+    turns = mask.sum(1).long()  # (R,) turns per row
+    e = meta[:, 1]
+    left = torch.zeros_like(turns)  # turns from each row's first turn to its episode's end
+    for r in range(len(turns) - 1, -1, -1):
+        later = left[r + 1] if r + 1 < len(turns) and e[r + 1] == e[r] else 0
+        left[r] = turns[r] + later
+    steps = torch.arange(mask.shape[1], device=mask.device)
+    to_go = (left[:, None] - steps[None, :]).clamp(min=1)  # (R, T) turns left from each turn
+    return gamma ** (to_go - 1).to(mask.dtype) * returns.to(mask.dtype)[e][:, None] * mask
+
+
+def _critic_fit(values: torch.Tensor, mask: torch.Tensor, meta: torch.Tensor, returns: list[float], gamma: float):
+    """How well the critic's V(s) at collection predicts :func:`outcome_to_go`: explained variance at the
+    first turn of each sub-trajectory after a compaction (``critic_ev_boundary``: the states a bootstrap
+    reads) and at every turn (``critic_ev_all``)."""
+    g = outcome_to_go(mask, meta, torch.tensor(returns, dtype=values.dtype, device=values.device), gamma)
+    on = mask > 0
+    steps = torch.arange(mask.shape[1], device=mask.device)
+    first = on & (steps[None, :] == 0) & (meta[:, 2:3] > 0)
+    return {"critic_ev_boundary": _explained(values[first], g[first]), "critic_ev_all": _explained(values[on], g[on])}
+
+
+class _Context:
+    """The token count of one template episode's context, and its compaction: the bookkeeping of the token
+    agent (:class:`rltutor.rollout.agent.AgentCollector`), for a policy that picks its commands instead
+    of writing them. The context is ``<task> statement`` then ``<cmd> command <eos> <obs> observation``
+    per turn, counted in :mod:`~rltutor.envs.toolshell.vocab` tokens. When the next turn might not fit in
+    ``budget`` (``room`` = the longest command, plus its ``<cmd>``), the sub-trajectory ends: with
+    ``"recent"`` or ``"summary"`` the context is compacted (:func:`~rltutor.rollout.compaction.compact`)
+    and :meth:`record` returns its text, which the agent's :class:`Memory` restarts from; with ``"none"``
+    the episode ends there (``overflow``)."""
+
+    def __init__(self, statement: str, budget: int, compaction: str, keep_turns: int, room: int, max_obs: int):
+        self.budget, self.compaction, self.keep_turns, self.room, self.max_obs = (
+            budget,
+            compaction,
+            keep_turns,
+            room,
+            max_obs,
+        )
+        self.head = [TASK, *encode(statement)]
+        if len(self.head) + room > budget:
+            raise ValueError(
+                f"the task takes {len(self.head)} tokens and a command up to {room}, more than "
+                f"context_budget={budget}; raise context_budget"
+            )
+        self.turns: list[tuple[list[int], list[int]]] = []
+        self.length = len(self.head)
+        self.k = 0  # the sub-trajectory the next turn belongs to
+        self.overflow = False
+
+    def record(self, command: str, obs: str) -> str | None:
+        """Add a turn; if the next might not fit, end the sub-trajectory and return the compacted context's
+        text (``None``: no compaction; with ``"none"`` :attr:`overflow` is set instead)."""
+        cmd, o = [*encode(command), EOS], encode(obs)[: self.max_obs]
+        self.turns.append((cmd, o))
+        self.length += 1 + len(cmd)  # <cmd> command <eos>
+        if self.length + 1 + len(o) + self.room <= self.budget:
+            self.length += 1 + len(o)  # <obs> observation
+            return None
+        if self.compaction == "none":
+            self.overflow = True
+            return None
+        tokens, _ = compact(self.compaction, self.head, self.turns, self.budget, self.room, self.keep_turns)
+        self.length, self.k = len(tokens), self.k + 1
+        return decode(tokens)
+
+
 class TemplateCollector:
     """``num_tasks`` tasks x G episodes each, played in lockstep by a :class:`~rltutor.models.template_policy.
-    TemplatePolicy`; one row per episode, one step per turn.
+    TemplatePolicy`; one row per episode (per sub-trajectory with a context budget), one step per turn.
 
     Args:
         make_env: ``make_env() -> env`` (a ToolShell, or a :class:`~rltutor.guard.GuardedEnv` around one).
         num_tasks: tasks per batch; group_size: G, episodes per task (one group, one task seed).
         turn_cost: reward subtracted on every turn (the price of a tool call; see the module docstring).
         max_cands: C, the most candidates a turn offers (the most recently mentioned are kept).
+        context_budget: tokens of context (counted as the token agent's, :class:`_Context`); ``None``: no
+            limit and no bookkeeping. When the next turn might not fit, ``compaction`` decides:
+            ``"none"`` ends the episode (reward 0 from then on), ``"recent"`` (``keep_turns`` turns) or
+            ``"summary"`` compacts the context, the agent's :class:`Memory` restarts from the compacted
+            text, and the episode goes on in a new sub-trajectory: a new row.
+        sub_advantage: ``None``: every turn's reward where it is paid (``-turn_cost``, and the environment's
+            reward on its turn), one row per episode. A name in
+            :data:`~rltutor.rollout.compaction.SUB_ADVANTAGES`: each episode's *outcome* (its return,
+            ``R - turn_cost * turns``) is assigned to its sub-trajectories by
+            :func:`~rltutor.rollout.compaction.assign_rewards` (needed once episodes can split).
+        gamma: the bootstrap's discount (``ppo_bootstrap``).
+        max_cmd_tokens, max_obs_tokens: the room kept for a command; the observation tokens counted.
     """
 
     def __init__(
-        self, make_env: Callable, num_tasks: int = 4, group_size: int = 4, turn_cost: float = 0.0, max_cands: int = 64
+        self,
+        make_env: Callable,
+        num_tasks: int = 4,
+        group_size: int = 4,
+        turn_cost: float = 0.0,
+        max_cands: int = 64,
+        context_budget: int | None = None,
+        compaction: str = "none",
+        keep_turns: int = 2,
+        sub_advantage: str | None = None,
+        gamma: float = 1.0,
+        max_cmd_tokens: int = 32,
+        max_obs_tokens: int = 160,
     ):
         check_int("num_tasks", num_tasks, 1)
         check_int("group_size", group_size, 1)
         check_int("max_cands", max_cands, 2)
         self.turn_cost = check_number("turn_cost", turn_cost, 0.0, 1.0)
+        check_choice("compaction", compaction, COMPACTIONS)
+        if sub_advantage is not None:
+            check_choice("sub_advantage", sub_advantage, SUB_ADVANTAGES)
+        if compaction != "none" and sub_advantage is None:
+            raise ValueError(
+                f"compaction={compaction!r} splits episodes into sub-trajectories, so their rewards must be "
+                f"assigned: pass sub_advantage (one of {', '.join(SUB_ADVANTAGES)})"
+            )
+        if context_budget is not None:
+            check_int("context_budget", context_budget, 1)
+        check_int("keep_turns", keep_turns, 0)
         self.num_tasks, self.group_size, self.max_cands = num_tasks, group_size, max_cands
+        self.budget, self.compaction, self.keep_turns = context_budget, compaction, keep_turns
+        self.sub_advantage, self.gamma = sub_advantage, float(gamma)
+        self.room, self.max_obs = 1 + check_int("max_cmd_tokens", max_cmd_tokens, 1), max_obs_tokens
         self.envs = [make_env() for _ in range(num_tasks * group_size)]
 
     def state_dict(self) -> dict:
@@ -263,6 +412,11 @@ class TemplateCollector:
     def evaluate(self, policy) -> dict:
         return {}
 
+    def _context(self, statement: str) -> _Context | None:
+        if self.budget is None:
+            return None
+        return _Context(statement, self.budget, self.compaction, self.keep_turns, self.room, self.max_obs)
+
     @torch.no_grad()
     def collect(self, policy, generator: torch.Generator | None = None):
         device = next(policy.parameters()).device
@@ -270,9 +424,9 @@ class TemplateCollector:
         G = self.group_size
         seeds = torch.randint(0, 2**31 - 1, (self.num_tasks,), generator=generator).tolist()
         n = len(self.envs)
-        mems = [
-            Memory(env.reset(seed=seeds[i // G]), _max_turns(env), self.max_cands) for i, env in enumerate(self.envs)
-        ]
+        statements = [env.reset(seed=seeds[i // G]) for i, env in enumerate(self.envs)]
+        mems = [Memory(st, _max_turns(env), self.max_cands) for st, env in zip(statements, self.envs, strict=True)]
+        ctxs = [self._context(st) for st in statements]
         steps: list[list[dict]] = [[] for _ in range(n)]
         done = [False] * n
         cut = [False] * n
@@ -287,7 +441,8 @@ class TemplateCollector:
             v = v.cpu().tolist() if v is not None else [0.0] * len(live)
             for j, i in enumerate(live):
                 t, a = feats[j][0][idx[j]]
-                obs, reward, d, info = self.envs[i].step(command_of(t, a))
+                command = command_of(t, a)
+                obs, reward, d, info = self.envs[i].step(command)
                 steps[i].append(
                     {
                         "cand": feats[j][1],
@@ -296,18 +451,37 @@ class TemplateCollector:
                         "logp": logp[j],
                         "value": v[j],
                         "reward": float(reward) - self.turn_cost,
+                        "segment": ctxs[i].k if ctxs[i] is not None else 0,
                     }
                 )
                 mems[i].update(obs, t, a, info)
                 if d:
                     done[i] = True
                     cut[i] = (info.get("guard") or {}).get("action") == "end"
+                elif ctxs[i] is not None:
+                    compacted = ctxs[i].record(command, obs)
+                    if compacted is not None:
+                        mems[i].restart(compacted)
+                    done[i] = ctxs[i].overflow
         t_sample = time.perf_counter() - t0
-        batch = self._batch(steps, device)
-        if not policy.has_critic:
-            batch.pop("values")
+        batch, meta = self._batch(steps, device)
         records = [dict(env.episode) for env in self.envs]
         returns = [sum(s["reward"] for s in st) for st in steps]
+        if self.sub_advantage is not None:
+            outcome = torch.tensor(returns, dtype=batch["mask"].dtype, device=device)
+            batch["rewards"], batch["group_ids"] = assign_rewards(
+                self.sub_advantage,
+                meta,
+                outcome,
+                batch["mask"],
+                batch["values"],
+                self.gamma,
+                num_tasks=self.num_tasks,
+                group_size=G,
+            )
+        if not policy.has_critic:
+            batch.pop("values")
+        K = meta[:, 3].float()
         metrics = {
             "solve_rate": sum(bool(r.get("honest_solve")) for r in records) / n,
             "success_rate": sum(bool(r.get("solved")) for r in records) / n,
@@ -318,10 +492,16 @@ class TemplateCollector:
             "decoy_turns_per_episode": sum(r.get("guard_decoy_turns", 0) for r in records) / n,
             "cut_short_rate": sum(cut) / n,
             "timeout_rate": sum(r.get("submitted") is None and not c for r, c in zip(records, cut, strict=True)) / n,
-            "segments_per_episode": 1.0,
+            "overflow_rate": sum(bool(c is not None and c.overflow) for c in ctxs) / n,
+            "segments_per_episode": len(meta) / n,
             "mean_turns": sum(len(st) for st in steps) / n,
             "sample_time": t_sample,
         }
+        if self.sub_advantage is not None:
+            metrics["comparable_row_frac"] = _comparable_frac(self.sub_advantage, batch["group_ids"], meta)
+            metrics["max_segments"] = float(K.max())
+            if policy.has_critic:
+                metrics.update(_critic_fit(batch["values"], batch["mask"], meta, returns, self.gamma))
         if all("hops" in r for r in records):
             metrics.update(_feasibility_metrics(records, [_max_turns(env) for env in self.envs]))
         info = {
@@ -329,27 +509,39 @@ class TemplateCollector:
             "episode_lengths": [len(st) for st in steps],
             "env_steps": sum(len(st) for st in steps),
             "metrics": metrics,
+            "meta": meta,  # (R, 4) (task, episode, k, K) per row, for assign_rewards
         }
         return batch, info
 
-    def _batch(self, steps: list[list[dict]], device) -> dict:
-        B, T = len(steps), max(len(st) for st in steps)
-        C = max(len(s["cand"]) for st in steps for s in st)
+    def _batch(self, steps: list[list[dict]], device) -> tuple[dict, torch.Tensor]:
+        """One row per sub-trajectory (per episode without compaction), in episode order; and ``meta``
+        (R, 4) = (task, episode, k, K) per row, as :func:`~rltutor.rollout.compaction.assign_rewards` takes."""
+        rows: list[list[dict]] = []
+        meta = []
+        for e, st in enumerate(steps):
+            K = st[-1]["segment"] + 1
+            for k in range(K):
+                rows.append([s for s in st if s["segment"] == k])
+                meta.append((e // self.group_size, e, k, K))
+        if any(not r for r in rows):
+            raise RuntimeError("a sub-trajectory without a turn: compaction must follow a turn")  # cannot happen
+        B, T = len(rows), max(len(r) for r in rows)
+        C = max(len(s["cand"]) for r in rows for s in r)
         cand = torch.zeros(B, T, C, CAND_DIM)
         cmask = torch.zeros(B, T, C, dtype=torch.bool)
         cmask[:, :, 0] = True  # padded turns keep one valid candidate, so their (masked) log-probs stay finite
         state = torch.zeros(B, T, STATE_DIM)
         actions = torch.zeros(B, T, dtype=torch.long)
         logp, mask, rewards, values = (torch.zeros(B, T) for _ in range(4))
-        for b, st in enumerate(steps):
-            for t, s in enumerate(st):
+        for b, r in enumerate(rows):
+            for t, s in enumerate(r):
                 k = len(s["cand"])
                 cand[b, t, :k] = s["cand"]
                 cmask[b, t, :k] = True
                 state[b, t] = s["state"]
                 actions[b, t], logp[b, t], values[b, t] = s["action"], s["logp"], s["value"]
                 rewards[b, t], mask[b, t] = s["reward"], 1.0
-        group_ids = torch.arange(B) // self.group_size
+        group_ids = torch.tensor([m[0] for m in meta])
         batch = {
             "actions": actions,
             "logp": logp,
@@ -361,7 +553,7 @@ class TemplateCollector:
             "cand_mask": cmask,
             "state": state,
         }
-        return {k: v.to(device) for k, v in batch.items()}
+        return {k: v.to(device) for k, v in batch.items()}, torch.tensor(meta, dtype=torch.long, device=device)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -369,16 +561,28 @@ class TemplateCollector:
 # ----------------------------------------------------------------------------------------------
 
 
-def template_demos(make_env: Callable, solver: Callable, n: int, seed: int = 0, max_cands: int = 64) -> dict:
+def template_demos(
+    make_env: Callable,
+    solver: Callable,
+    n: int,
+    seed: int = 0,
+    max_cands: int = 64,
+    context: dict | None = None,
+) -> dict:
     """``n`` episodes of ``solver(env) -> commands`` (the honest scripted solver) on fresh tasks, as
     turns: ``cand`` (N, C, F), ``cand_mask`` (N, C), ``state`` (N, S), ``target`` (N,) the index of the
-    solver's command among the candidates. Raises if a solver command is not a candidate."""
+    solver's command among the candidates. Raises if a solver command is not a candidate.
+
+    ``context``: the collector's context bookkeeping (``budget``, ``compaction``, ``keep_turns``, ``room``,
+    ``max_obs`` of :class:`_Context`), so that the demonstrations pass through the same compactions
+    (and the same restarted memories) as the episodes RL will collect."""
     env = make_env()
     g = torch.Generator().manual_seed(seed)
     cands, states, targets = [], [], []
     for _ in range(n):
         statement = env.reset(seed=int(torch.randint(0, 2**31 - 1, (1,), generator=g)))
         mem = Memory(statement, _max_turns(env), max_cands)
+        ctx = _Context(statement, **context) if context else None
         for command in solver(env):
             keys, cand, s = mem.features()
             lines = [command_of(t, a) for t, a in keys]
@@ -395,6 +599,12 @@ def template_demos(make_env: Callable, solver: Callable, n: int, seed: int = 0, 
             mem.update(obs, *keys[k], info)
             if done:
                 break
+            if ctx is not None:
+                compacted = ctx.record(command, obs)
+                if compacted is not None:
+                    mem.restart(compacted)
+                if ctx.overflow:
+                    break
     C = max(len(c) for c in cands)
     cand, cmask = _pad_stack(cands, C)
     return {"cand": cand, "cand_mask": cmask, "state": torch.stack(states), "target": torch.tensor(targets)}
