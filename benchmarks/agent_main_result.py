@@ -49,7 +49,7 @@ def main(argv=None) -> int:
             "end = df[df['update'] > df['update'].max() - 5].mean(numeric_only=True)\n"
             "print(f\"hack_rate {end['hack_rate']:.2f} honest_solve_feasible "
             "{end['honest_solve_rate_feasible']:.2f} segments/episode {end['segments_per_episode']:.2f} "
-            "updates {len(df)}\")\n"
+            'updates {len(df)}")\n'
         )
         t0 = time.perf_counter()
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
