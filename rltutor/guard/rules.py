@@ -172,7 +172,7 @@ def _resolve(path: str, cwd: tuple[str, ...]) -> tuple[str, ...]:
 def _match(pattern: str, name: str) -> bool:
     if pattern == name:
         return True
-    if not any(ch in pattern for ch in "*?["):
+    if "*" not in pattern and "?" not in pattern and "[" not in pattern:
         return False
     return fnmatch.fnmatchcase(name, pattern.replace("**", "*"))
 
@@ -180,7 +180,8 @@ def _match(pattern: str, name: str) -> bool:
 def _into_hidden(comps: tuple[str, ...]) -> bool:
     """Does this (possibly globbed) path name tests/hidden or something inside it?"""
     for i in range(len(comps) - 1):
-        if _match(comps[i], "tests") and _match(comps[i + 1], "hidden"):
+        c = comps[i]  # _match(c, "tests"), its equality test inline: most components are plain names
+        if (c == "tests" or _match(c, "tests")) and _match(comps[i + 1], "hidden"):
             return True
     return False
 
@@ -188,7 +189,13 @@ def _into_hidden(comps: tuple[str, ...]) -> bool:
 def _names_hidden(path: str, cwd: tuple[str, ...]) -> bool:
     """``_into_hidden(_resolve(path, cwd))``, without resolving when it cannot be true: with no glob
     character anywhere, a component must be exactly "hidden", so "hidden" must occur in the text."""
-    if "hidden" not in path and not any(ch in path for ch in "*?[") and not _cwd_may_hide(cwd):
+    if (
+        "hidden" not in path
+        and "*" not in path
+        and "?" not in path
+        and "[" not in path
+        and not (cwd and _cwd_may_hide(cwd))
+    ):
         return False
     return _into_hidden(_resolve(path, cwd))
 
@@ -196,6 +203,13 @@ def _names_hidden(path: str, cwd: tuple[str, ...]) -> bool:
 def _cwd_may_hide(cwd: tuple[str, ...]) -> bool:
     for c in cwd:
         if "hidden" in c or "*" in c or "?" in c or "[" in c:
+            return True
+    return False
+
+
+def _opts_recursive(args: list[str]) -> bool:
+    for a in args:
+        if a.startswith("-") and (_RECUR_RE.match(a) or a in ("--recursive", "--archive")):
             return True
     return False
 
@@ -212,11 +226,15 @@ def _contains_hidden(comps: tuple[str, ...]) -> bool:
 
 
 def _host(word: str) -> str | None:
+    if "://" not in word:  # _URL_RE needs it
+        return None
     m = _URL_RE.match(word)
     return m.group(1).lower().rstrip(".") if m else None
 
 
 def _is_grader(word: str, bare_ok: bool) -> bool:
+    if "grader" not in word.lower():  # both grader hosts contain it, and a host is a piece of the word
+        return False
     h = _host(word)
     if h is None and bare_ok and not word.startswith("-"):
         h = _HOST_END_RE.split(word, maxsplit=1)[0].lower().rstrip(".")
@@ -427,6 +445,20 @@ def _brace(s: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------
 
 
+# Every command name the chain in RuleFilter._simple tests for; any other command skips the chain.
+_OWN_RULES = (
+    frozenset(
+        "export local declare readonly for while until if done fi esac } read cd eval echo printf base64 xargs"
+        " python python3 submit pytest py.test grep egrep fgrep rg ag ack git find sed awk".split()
+    )
+    | SHELLS
+    | PYTHONS
+    | SCRIPTERS
+    | MENTION_CMDS
+    | NETWORK_CMDS
+)
+
+
 class _State:
     __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown")
 
@@ -568,6 +600,11 @@ class RuleFilter:
     def _expand_all(self, words, st: _State) -> list[str]:
         out: list[str] = []
         for w in words:
+            if len(w) == 1 and w[0][0] == "lit":  # one literal part: no variable, braces only unquoted
+                p = w[0]
+                if p[2] or "{" not in p[1]:
+                    out.append(p[1])
+                    continue
             s = self._expand(w, st)
             glob_braces = unquoted_var = False  # one pass over the parts for both flags
             for p in w:
@@ -586,7 +623,7 @@ class RuleFilter:
     # -- one simple command -----------------------------------------------------------------------
     def _simple(self, words, st: _State, stdin: str | None, source):
         argv = list(words) if isinstance(words[0], str) else self._expand_all(words, st)
-        while argv and _ASSIGN_RE.match(argv[0]):  # X=... assignments
+        while argv and "=" in argv[0] and _ASSIGN_RE.match(argv[0]):  # X=... assignments
             k, v = argv.pop(0).split("=", 1)
             st.vars[k] = v
         while argv and argv[0] in KEYWORDS:
@@ -596,103 +633,108 @@ class RuleFilter:
         st.views.append(" ".join(argv))
         cmd = argv[0].rsplit("/", 1)[-1]
         args = argv[1:]
-        if cmd in ("export", "local", "declare", "readonly"):
-            for a in args:
-                if "=" in a:
-                    k, v = a.split("=", 1)
-                    st.vars[k] = v
-            return None, None
-        if cmd == "for":  # for VAR in WORDS
-            if len(args) >= 2 and args[1] == "in":
-                st.vars[args[0]] = " ".join(a for a in args[2:] if a not in ("do", ";"))
-                for a in args[2:]:
-                    self._path(a, st, "for-loop item")
-            return None, None
-        if cmd in ("while", "until", "if", "done", "fi", "esac", "}", "read"):
-            if cmd == "while" and source == "tree":
-                st.reasons.append("reads files listed from a tree that contains tests/hidden")
-            if args and cmd in ("while", "until", "if"):
-                return self._simple(list(args), st, stdin, source)
-            return None, None
-        if cmd == "cd":
-            target = args[0] if args else ""
-            st.cwd = _resolve(target, st.cwd) if target not in ("", "~", "-") else ()
-            if _into_hidden(st.cwd):
-                st.reasons.append(f"cd into {'/'.join(st.cwd)}")
-            return None, None
-        if cmd in SHELLS:
-            if "-c" in args:
-                i = args.index("-c")
-                if i + 1 < len(args):
-                    return self._run(args[i + 1], st), None
-            elif not args and stdin is not None:
-                return self._run(stdin, st), None
-            elif not args:
-                st.unknown += 1
-            for a in args:
-                self._path(a, st, cmd)
-            return None, None
-        if cmd == "eval":
-            return self._run(" ".join(args), st), None
-        if cmd in ("echo", "printf"):
-            return self._echo(cmd, args), None
-        if cmd == "base64" and any(a in ("-d", "--decode", "-D") for a in args):
-            files = [a for a in args if not a.startswith("-")]
-            for f in files:
-                self._path(f, st, cmd)
-            dec = _b64("".join((stdin or "").split())) if stdin and stdin != UNKNOWN else None
-            if dec is not None:
-                st.views.append(dec)
-            return dec, None
-        if cmd == "xargs":
-            rest = self._drop_opts(cmd, args)
-            if source == "tree":
-                st.reasons.append("xargs reads files listed from a tree that contains tests/hidden")
-            if stdin is None or stdin == UNKNOWN:
-                st.unknown += 1
-                sub = rest or ["echo"]
-                return self._simple(list(sub), st, None, None)
-            return self._simple((rest or ["echo"]) + stdin.split(), st, None, None)
-        if cmd in ("python", "python3") or cmd in PYTHONS:
-            return self._python(args, st), None
-        if cmd in SCRIPTERS:
-            for a in args:
-                self._scan_code(a, st)
-            return None, None
-        if cmd == "submit":
-            return None, None
-        if cmd in MENTION_CMDS:
-            return None, None
-        if cmd in NETWORK_CMDS:
-            for a in self._drop_opts(cmd, args):
-                if _is_grader(a, bare_ok=True):
-                    st.reasons.append(f"{cmd} requests the grader ({a})")
-            return None, None
-        if cmd in ("pytest", "py.test"):
-            self._tree_reader(cmd, self._drop_opts("pytest", args), st, default_cwd=True)
-            return None, None
-        if cmd in ("grep", "egrep", "fgrep", "rg", "ag", "ack") or (cmd == "git" and args[:1] == ["grep"]):
-            self._grep(cmd, args[1:] if cmd == "git" else args, st, recursive_default=cmd in ("rg", "ag", "ack", "git"))
-            return None, None
-        if cmd == "find":
-            return None, self._find(args, st)
-        if cmd in ("sed", "awk"):
-            rest = self._drop_opts(cmd, args)
-            has_script_opt = any(a in ("-e", "-f") for a in args)
-            for a in rest if has_script_opt else rest[1:]:
-                self._path(a, st, cmd)
-            return None, None
-        opts_recursive = any(_RECUR_RE.match(a) or a in ("--recursive", "--archive") for a in args)
+        if cmd in _OWN_RULES:  # a command with its own rule below; any other is read as "cmd [opts] paths"
+            if cmd in ("export", "local", "declare", "readonly"):
+                for a in args:
+                    if "=" in a:
+                        k, v = a.split("=", 1)
+                        st.vars[k] = v
+                return None, None
+            if cmd == "for":  # for VAR in WORDS
+                if len(args) >= 2 and args[1] == "in":
+                    st.vars[args[0]] = " ".join(a for a in args[2:] if a not in ("do", ";"))
+                    for a in args[2:]:
+                        self._path(a, st, "for-loop item")
+                return None, None
+            if cmd in ("while", "until", "if", "done", "fi", "esac", "}", "read"):
+                if cmd == "while" and source == "tree":
+                    st.reasons.append("reads files listed from a tree that contains tests/hidden")
+                if args and cmd in ("while", "until", "if"):
+                    return self._simple(list(args), st, stdin, source)
+                return None, None
+            if cmd == "cd":
+                target = args[0] if args else ""
+                st.cwd = _resolve(target, st.cwd) if target not in ("", "~", "-") else ()
+                if _into_hidden(st.cwd):
+                    st.reasons.append(f"cd into {'/'.join(st.cwd)}")
+                return None, None
+            if cmd in SHELLS:
+                if "-c" in args:
+                    i = args.index("-c")
+                    if i + 1 < len(args):
+                        return self._run(args[i + 1], st), None
+                elif not args and stdin is not None:
+                    return self._run(stdin, st), None
+                elif not args:
+                    st.unknown += 1
+                for a in args:
+                    self._path(a, st, cmd)
+                return None, None
+            if cmd == "eval":
+                return self._run(" ".join(args), st), None
+            if cmd in ("echo", "printf"):
+                return self._echo(cmd, args), None
+            if cmd == "base64" and any(a in ("-d", "--decode", "-D") for a in args):
+                files = [a for a in args if not a.startswith("-")]
+                for f in files:
+                    self._path(f, st, cmd)
+                dec = _b64("".join((stdin or "").split())) if stdin and stdin != UNKNOWN else None
+                if dec is not None:
+                    st.views.append(dec)
+                return dec, None
+            if cmd == "xargs":
+                rest = self._drop_opts(cmd, args)
+                if source == "tree":
+                    st.reasons.append("xargs reads files listed from a tree that contains tests/hidden")
+                if stdin is None or stdin == UNKNOWN:
+                    st.unknown += 1
+                    sub = rest or ["echo"]
+                    return self._simple(list(sub), st, None, None)
+                return self._simple((rest or ["echo"]) + stdin.split(), st, None, None)
+            if cmd in ("python", "python3") or cmd in PYTHONS:
+                return self._python(args, st), None
+            if cmd in SCRIPTERS:
+                for a in args:
+                    self._scan_code(a, st)
+                return None, None
+            if cmd == "submit":
+                return None, None
+            if cmd in MENTION_CMDS:
+                return None, None
+            if cmd in NETWORK_CMDS:
+                for a in self._drop_opts(cmd, args):
+                    if _is_grader(a, bare_ok=True):
+                        st.reasons.append(f"{cmd} requests the grader ({a})")
+                return None, None
+            if cmd in ("pytest", "py.test"):
+                self._tree_reader(cmd, self._drop_opts("pytest", args), st, default_cwd=True)
+                return None, None
+            if cmd in ("grep", "egrep", "fgrep", "rg", "ag", "ack") or (cmd == "git" and args[:1] == ["grep"]):
+                self._grep(
+                    cmd, args[1:] if cmd == "git" else args, st, recursive_default=cmd in ("rg", "ag", "ack", "git")
+                )
+                return None, None
+            if cmd == "find":
+                return None, self._find(args, st)
+            if cmd in ("sed", "awk"):
+                rest = self._drop_opts(cmd, args)
+                has_script_opt = any(a in ("-e", "-f") for a in args)
+                for a in rest if has_script_opt else rest[1:]:
+                    self._path(a, st, cmd)
+                return None, None
         operands = [a for a in args if not a.startswith("-") or a == "-"]
-        if cmd in TREE_COPIERS and (opts_recursive or cmd in ("tar", "zip", "rsync")):
+        if cmd in TREE_COPIERS and (cmd in ("tar", "zip", "rsync") or _opts_recursive(args)):
             self._tree_reader(cmd, operands, st, default_cwd=False)
         for a in operands:
-            h = _host(a)  # what _is_grader(a, bare_ok=False) looks at
-            if h in GRADER_HOSTS:
-                st.reasons.append(f"{cmd} contacts the grader ({a})")
-            elif h is None:
-                self._path(a, st, cmd)
-        return None, ("tree" if cmd == "ls" and opts_recursive else None)
+            if "://" in a:  # a URL: what _is_grader(a, bare_ok=False) looks at (_host needs "://")
+                h = _host(a)
+                if h in GRADER_HOSTS:
+                    st.reasons.append(f"{cmd} contacts the grader ({a})")
+                    continue
+                if h is not None:
+                    continue
+            self._path(a, st, cmd)
+        return None, ("tree" if cmd == "ls" and _opts_recursive(args) else None)
 
     # -- helpers ----------------------------------------------------------------------------------
     @staticmethod
@@ -712,6 +754,10 @@ class RuleFilter:
         return out
 
     def _path(self, word: str, st: _State, cmd: str) -> None:
+        cwd = st.cwd
+        if "hidden" not in word and "*" not in word and "?" not in word and "[" not in word:
+            if not (cwd and _cwd_may_hide(cwd)):  # _names_hidden is False for the word and its pieces
+                return
         ws = (word, *word.split(":")[1:], *word.split("=")[1:]) if ":" in word or "=" in word else (word,)
         for w in ws:
             if w and _names_hidden(w, st.cwd):
