@@ -286,6 +286,49 @@ _BARE_RE = re.compile(r"[^ \t\\'\"$`|;&<>()\n#]+|#")
 _DQ_RUN_RE = re.compile(r'[^"\\$`]+')  # inside double quotes: no quote, backslash, $ or backquote
 _OPS = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")
 _OP_RE = re.compile("|".join(re.escape(op) for op in _OPS))  # alternatives tried in _OPS order
+_TOK_SPECIAL = frozenset(" \t#\\'\"$`") | _OP_CHARS  # characters that end a run of ordinary ones
+_ANSI_C_RE = re.compile(r"(?:[^'\\]+|\\.|\\\Z)*", re.S)  # the body of $'...'
+assert all(op in _OPS for op in _OP_CHARS)  # so _OP_RE matches at every operator character
+
+
+def _read_sub(s: str, j: int) -> tuple[str, int]:
+    """``s[j]`` is just after "$(": the inner text and the index after the matching ")"."""
+    n = len(s)
+    depth, k = 1, j
+    while k < n and depth:
+        if s[k] == "(":
+            depth += 1
+        elif s[k] == ")":
+            depth -= 1
+        elif s[k] == "'":
+            k = s.find("'", k + 1) if s.find("'", k + 1) != -1 else n
+        k += 1
+    return s[j : k - 1], k
+
+
+def _read_dollar(s: str, j: int, quoted: bool, word: list) -> int:
+    """``s[j] == "$"``: append the expansion's part to ``word``; return the index after it."""
+    if s.startswith("$(", j):
+        if s.startswith("$((", j):
+            end = s.find("))", j)
+            end = len(s) if end == -1 else end + 2
+            word.append(("arith", s[j + 3 : end - 2]))
+            return end
+        inner, end = _read_sub(s, j + 2)
+        word.append(("sub", inner))
+        return end
+    if s.startswith("${", j):
+        end = s.find("}", j)
+        end = len(s) if end == -1 else end
+        name = _BRACED_VAR_RE.match(s[j + 2 : end]).group(0)
+        word.append(("var", name))
+        return end + 1
+    m = _VAR_RE.match(s, j + 1)
+    if m:
+        word.append(("var", m.group(0)))
+        return m.end()
+    word.append(("lit", "$", quoted))
+    return j + 1
 
 
 def _tokenize(s: str) -> list:
@@ -294,57 +337,24 @@ def _tokenize(s: str) -> list:
     toks: list = []
     word: list = []
     i, n = 0, len(s)
-
-    def flush():
-        if word:
-            toks.append(("word", list(word)))
-            word.clear()
-
-    def read_sub(j: int) -> tuple[str, int]:  # s[j] is just after "$(" ; return inner text, end
-        depth, k = 1, j
-        while k < n and depth:
-            if s[k] == "(":
-                depth += 1
-            elif s[k] == ")":
-                depth -= 1
-            elif s[k] == "'":
-                k = s.find("'", k + 1) if s.find("'", k + 1) != -1 else n
-            k += 1
-        return s[j : k - 1], k
-
-    def read_dollar(j: int, quoted: bool) -> int:  # s[j] == "$"
-        if s.startswith("$((", j):
-            end = s.find("))", j)
-            end = n if end == -1 else end + 2
-            word.append(("arith", s[j + 3 : end - 2]))
-            return end
-        if s.startswith("$(", j):
-            inner, end = read_sub(j + 2)
-            word.append(("sub", inner))
-            return end
-        if s.startswith("${", j):
-            end = s.find("}", j)
-            end = n if end == -1 else end
-            name = _BRACED_VAR_RE.match(s[j + 2 : end]).group(0)
-            word.append(("var", name))
-            return end + 1
-        m = _VAR_RE.match(s[j + 1 :])
-        if m:
-            word.append(("var", m.group(0)))
-            return j + 1 + m.end()
-        word.append(("lit", "$", quoted))
-        return j + 1
-
     while i < n:
         c = s[i]
-        if c in " \t":
+        if c not in _TOK_SPECIAL:  # a run of ordinary characters (the most common case: tested first)
+            m = _BARE_RE.match(s, i)
+            word.append(("lit", m.group(0), False))
+            i = m.end()
+        elif c == " " or c == "\t":
             if word:
-                toks.append(("word", list(word)))
-                word.clear()
+                toks.append(("word", word))
+                word = []
             i += 1
-        elif c == "#" and not word:
-            j = s.find("\n", i)
-            i = n if j == -1 else j
+        elif c == "#":
+            if word:  # inside a word, "#" is an ordinary character
+                word.append(("lit", "#", False))
+                i += 1
+            else:  # a comment, up to the end of the line
+                j = s.find("\n", i)
+                i = n if j == -1 else j
         elif c == "\\":
             if i + 1 < n and s[i + 1] != "\n":
                 word.append(("lit", s[i + 1], True))
@@ -353,18 +363,6 @@ def _tokenize(s: str) -> list:
             j = s.find("'", i + 1)
             j = n if j == -1 else j
             word.append(("lit", s[i + 1 : j], True))
-            i = j + 1
-        elif c == "$" and s.startswith("$'", i):
-            j = i + 2
-            buf = []
-            while j < n and s[j] != "'":
-                if s[j] == "\\" and j + 1 < n:
-                    buf.append(s[j : j + 2])
-                    j += 2
-                else:
-                    buf.append(s[j])
-                    j += 1
-            word.append(("lit", decode_escapes("".join(buf)), True))
             i = j + 1
         elif c == '"':
             j = i + 1
@@ -377,7 +375,7 @@ def _tokenize(s: str) -> list:
                     if buf:
                         word.append(("lit", "".join(buf), True))
                         buf = []
-                    j = read_dollar(j, True)
+                    j = _read_dollar(s, j, True, word)
                 elif s[j] == "`":
                     k = s.find("`", j + 1)
                     k = n if k == -1 else k
@@ -397,36 +395,33 @@ def _tokenize(s: str) -> list:
             word.append(("lit", "".join(buf), True))
             i = j + 1
         elif c == "$":
-            i = read_dollar(i, False)
+            if s.startswith("$'", i):  # $'...': C escapes; a backslash takes the next character along
+                j = _ANSI_C_RE.match(s, i + 2).end()
+                word.append(("lit", decode_escapes(s[i + 2 : j]), True))
+                i = j + 1
+            else:
+                i = _read_dollar(s, i, False, word)
         elif c == "`":
             k = s.find("`", i + 1)
             k = n if k == -1 else k
             word.append(("sub", s[i + 1 : k]))
             i = k + 1
-        elif c not in _OP_CHARS:
-            m = _BARE_RE.match(s, i)
-            word.append(("lit", m.group(0), False))
-            i = m.end()
-        else:
+        else:  # an operator character
             m = _OP_RE.match(s, i)  # the first of _OPS that starts here, as a loop over _OPS would find
-            if m is not None:
-                op = m.group(0)
-                if (
-                    op in ("<", ">", ">>", ">&", "<&")
-                    and word
-                    and all(p[0] == "lit" and not p[2] and p[1].isdigit() for p in word)
-                ):
-                    word.clear()  # a file descriptor number: 2>&1, 3<file
-                flush()
-                toks.append(("op", op))
-                i += len(op)
-            else:
-                j = i
-                while j < n and s[j] not in " \t\\'\"$`|;&<>()\n":
-                    j += 1
-                word.append(("lit", s[i:j], False))
-                i = j
-    flush()
+            op = m.group(0)
+            if (
+                op in ("<", ">", ">>", ">&", "<&")
+                and word
+                and all(p[0] == "lit" and not p[2] and p[1].isdigit() for p in word)
+            ):
+                word = []  # a file descriptor number: 2>&1, 3<file
+            if word:
+                toks.append(("word", word))
+                word = []
+            toks.append(("op", op))
+            i += len(op)
+    if word:
+        toks.append(("word", word))
     return toks
 
 
@@ -486,6 +481,8 @@ class RuleFilter:
         except RecursionError:
             st.reasons.append("command nests too deeply to analyse")
         for lit in _B64_RE.findall(command):  # an encoded hidden path or grader URL anywhere
+            if len(lit.rstrip("=")) % 4 == 1:  # base64 has no such length: _b64 would give None
+                continue
             dec = _b64(lit)
             if dec is not None:
                 st.views.append(dec)
