@@ -890,6 +890,21 @@ class RuleFilter:
                 st.reasons.append(f"script names {s!r} (resolves into tests/hidden)")
 
 
+# The node classes the folder tests, bound once (ast.parse makes nodes of exactly these classes, so
+# ``type(n) is _Call`` says what ``isinstance(n, ast.Call)`` says, for less work).
+_AST = ast.AST
+_Add, _Div, _Mod, _USub = ast.Add, ast.Div, ast.Mod, ast.USub
+_Assign, _Attribute, _BinOp, _Call, _Constant, _Expr = (
+    ast.Assign,
+    ast.Attribute,
+    ast.BinOp,
+    ast.Call,
+    ast.Constant,
+    ast.Expr,
+)
+_FormattedValue, _JoinedStr, _List, _Name, _Slice = ast.FormattedValue, ast.JoinedStr, ast.List, ast.Name, ast.Slice
+_Subscript, _Tuple, _UnaryOp, _keyword = ast.Subscript, ast.Tuple, ast.UnaryOp, ast.keyword
+
 _AST_LEAVES = frozenset(
     (ast.Constant, ast.Name, ast.Load, ast.Store, ast.Del)
     + tuple(c for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__())
@@ -913,14 +928,14 @@ class _Folder(ast.NodeVisitor):
         # generator; the same nodes in the same order. Leaves (names, constants, contexts,
         # operators) hold no calls or assignments and are skipped.
         t = type(node)
-        if t is ast.Call:
+        if t is _Call:
             self.visit_Call(node)
-        elif t is ast.BinOp:  # fields left, op, right; the operator is a leaf
+        elif t is _BinOp:  # fields left, op, right; the operator is a leaf
             self.visit(node.left)
             self.visit(node.right)
-        elif t is ast.Attribute or t is ast.Expr or t is ast.keyword:  # the one child: value
+        elif t is _Attribute or t is _Expr or t is _keyword:  # the one child: value
             self.visit(node.value)
-        elif t is ast.Assign:
+        elif t is _Assign:
             self.visit_Assign(node)
         elif t not in _AST_LEAVES:
             self.generic_visit(node)
@@ -933,21 +948,22 @@ class _Folder(ast.NodeVisitor):
                 continue
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
+                    if isinstance(item, _AST):
                         self.visit(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, _AST):
                 self.visit(value)
 
     def visit_Assign(self, node: ast.Assign):
         val = self.fold(node.value)
         for t in node.targets:
-            if isinstance(t, ast.Name) and val is not None:
+            if type(t) is _Name and val is not None:
                 self.env[t.id] = val
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
         fn = node.func
-        name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        tf = type(fn)
+        name = fn.attr if tf is _Attribute else fn.id if tf is _Name else ""
         if name == "print":
             vals = [self.fold(a) for a in node.args]
             if all(v is not None for v in vals):
@@ -955,7 +971,7 @@ class _Folder(ast.NodeVisitor):
         else:
             kind = "shell" if name in self.SHELL_FUNCS else "python" if name in ("exec", "eval") else "path"
             for a in node.args + [k.value for k in node.keywords]:
-                if isinstance(a, ast.List | ast.Tuple) and kind == "shell":
+                if kind == "shell" and (type(a) is _List or type(a) is _Tuple):
                     parts = [self.fold(e) for e in a.elts]
                     if all(p is not None for p in parts):
                         self.uses.append(("shell", " ".join(parts), name))
@@ -965,9 +981,9 @@ class _Folder(ast.NodeVisitor):
                     self.uses.append((kind, v, name))
                 elif name in self.OPENERS or kind != "path":
                     self.unknown += 1  # a file or command the filter could not compute
-            if isinstance(fn, ast.Attribute):  # Path('tests').rglob(...): the receiver is a root
+            if tf is _Attribute:  # Path('tests').rglob(...): the receiver is a root
                 v = self.fold(fn.value)
-                if v is not None and not isinstance(fn.value, ast.Constant):
+                if v is not None and type(fn.value) is not _Constant:
                     self.uses.append(("path", v, name))
         self.visit(fn)  # generic_visit of a Call: func, args, keywords
         for a in node.args:
@@ -982,84 +998,94 @@ class _Folder(ast.NodeVisitor):
             return None
 
     def _fold(self, n) -> str | None:
-        if isinstance(n, ast.Constant):
-            if isinstance(n.value, str):
-                return n.value
-            if isinstance(n.value, bytes):
-                return n.value.decode("latin-1")
-            return str(n.value)
-        if isinstance(n, ast.Name):
-            return self.env.get(n.id)
-        if isinstance(n, ast.JoinedStr):
-            parts = [self._fold(v.value if isinstance(v, ast.FormattedValue) else v) for v in n.values]
-            return None if None in parts else "".join(parts)
-        if isinstance(n, ast.BinOp):
+        t = type(n)
+        if t is _Constant:
+            v = n.value
+            if isinstance(v, str):
+                return v
+            if isinstance(v, bytes):
+                return v.decode("latin-1")
+            return str(v)
+        if t is _BinOp:
             a, b = self._fold(n.left), self._fold(n.right)
-            if isinstance(n.op, ast.Add) and a is not None and b is not None:
+            op = type(n.op)
+            if op is _Add and a is not None and b is not None:
                 return a + b
-            if isinstance(n.op, ast.Div) and a is not None and b is not None:
+            if op is _Div and a is not None and b is not None:
                 return a + "/" + b
-            if isinstance(n.op, ast.Mod) and a is not None:
-                vals = [self._fold(e) for e in n.right.elts] if isinstance(n.right, ast.Tuple) else [b]
+            if op is _Mod and a is not None:
+                vals = [self._fold(e) for e in n.right.elts] if type(n.right) is _Tuple else [b]
                 return None if None in vals else a % tuple(vals)
             return None
-        if isinstance(n, ast.Subscript):
-            v = self._fold(n.value)
-            if v is not None and isinstance(n.slice, ast.Slice):
-                lo, hi, step = (self._int(x) for x in (n.slice.lower, n.slice.upper, n.slice.step))
-                return v[lo:hi:step]
-            return None
-        if isinstance(n, ast.Call):
+        if t is _Name:
+            return self.env.get(n.id)
+        if t is _Call:
             fn = n.func
             args = [self._fold(a) for a in n.args]
-            if isinstance(fn, ast.Name):
+            tf = type(fn)
+            if tf is _Name:
                 if fn.id == "chr" and n.args:
                     return chr(self._int(n.args[0]))
                 if fn.id in ("str", "Path", "PurePath", "PosixPath") and args and args[0] is not None:
                     return "/".join(a for a in args if a is not None)
                 return None
-            if isinstance(fn, ast.Attribute):
+            if tf is _Attribute:
                 recv = fn.value
-                if fn.attr == "join":
+                attr = fn.attr
+                if attr == "join":
                     if (
-                        isinstance(recv, ast.Attribute)
+                        type(recv) is _Attribute
                         and recv.attr == "path"
-                        or (isinstance(recv, ast.Name) and recv.id in ("path", "posixpath", "os"))
+                        or (type(recv) is _Name and recv.id in ("path", "posixpath", "os"))
                     ):
                         return None if None in args else "/".join(args)
                     sep = self._fold(recv)
-                    if sep is not None and n.args and isinstance(n.args[0], ast.List | ast.Tuple):
+                    if sep is not None and n.args and (type(n.args[0]) is _List or type(n.args[0]) is _Tuple):
                         parts = [self._fold(e) for e in n.args[0].elts]
                         return None if None in parts else sep.join(parts)
                     return None
-                if fn.attr in ("fromhex", "unhexlify", "a2b_hex") and args and args[0] is not None:
+                if attr in ("fromhex", "unhexlify", "a2b_hex") and args and args[0] is not None:
                     return bytes.fromhex(args[0]).decode("latin-1")
-                if fn.attr in ("b64decode", "decodebytes", "standard_b64decode", "urlsafe_b64decode") and args:
+                if attr in ("b64decode", "decodebytes", "standard_b64decode", "urlsafe_b64decode") and args:
                     return None if args[0] is None else _b64(args[0].replace("-", "+").replace("_", "/"))
-                if fn.attr in ("decode", "encode", "strip", "lower", "upper", "read_text", "read"):
+                if attr in ("decode", "encode", "strip", "lower", "upper", "read_text", "read"):
                     v = self._fold(recv)
-                    if fn.attr in ("decode",) and args and args[0] and "rot" in args[0] and v is not None:
+                    if attr == "decode" and args and args[0] and "rot" in args[0] and v is not None:
                         import codecs
 
                         return codecs.decode(v, "rot13")
                     if v is None:
                         return None
-                    return v.lower() if fn.attr == "lower" else v.upper() if fn.attr == "upper" else v
-                if fn.attr == "replace" and len(args) == 2 and None not in args:
+                    return v.lower() if attr == "lower" else v.upper() if attr == "upper" else v
+                if attr == "replace" and len(args) == 2 and None not in args:
                     v = self._fold(recv)
                     return None if v is None else v.replace(args[0], args[1])
-                if fn.attr == "format":
+                if attr == "format":
                     v = self._fold(recv)
                     return None if v is None or None in args else v.format(*args)
-                if fn.attr in ("Path", "PurePath") and args and args[0] is not None:
+                if attr in ("Path", "PurePath") and args and args[0] is not None:
                     return "/".join(a for a in args if a is not None)
+            return None
+        if t is _JoinedStr:
+            parts = [self._fold(v.value if type(v) is _FormattedValue else v) for v in n.values]
+            return None if None in parts else "".join(parts)
+        if t is _Subscript:
+            v = self._fold(n.value)
+            sl = n.slice
+            if v is not None and type(sl) is _Slice:
+                lo = self._int(sl.lower)
+                hi = self._int(sl.upper)
+                step = self._int(sl.step)
+                return v[lo:hi:step]
+            return None
         return None
 
     def _int(self, n) -> int | None:
         if n is None:
             return None
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+        t = type(n)
+        if t is _Constant and isinstance(n.value, int):
             return n.value
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        if t is _UnaryOp and type(n.op) is _USub:
             return -self._int(n.operand)
         raise ValueError("not a literal int")
