@@ -61,6 +61,7 @@ OPT_ARGS = {
     "xargs": {"-I", "-n", "-d", "-P", "-L"},
 }
 _a2b_base64 = binascii.a2b_base64
+_NO_OPT_ARGS: frozenset = frozenset()
 _B64_RE = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
 _HEX_RE = re.compile(r"\b(?:[0-9a-fA-F]{2}){6,}\b")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://([^/:?#]*)")
@@ -216,7 +217,10 @@ def _opts_recursive(args: list[str]) -> bool:
 
 def _contains_hidden(comps: tuple[str, ...]) -> bool:
     """Is tests/hidden inside this (possibly globbed) directory: the root, tests, or above the root?"""
-    c = [x for x in comps if x != "/"]
+    if "/" in comps:
+        c = [x for x in comps if x != "/"]
+    else:  # the usual case: nothing to drop
+        c = comps
     if comps and comps[0] in ("/", ".."):
         # Outside the known root: conservatively, a short absolute path or one ending in tests.
         return len(c) <= 1 or _match(c[-1], "tests") or c[-1] == ".."
@@ -736,7 +740,7 @@ class RuleFilter:
     # -- helpers ----------------------------------------------------------------------------------
     @staticmethod
     def _drop_opts(cmd: str, args: list[str]) -> list[str]:
-        takes = OPT_ARGS.get(cmd, set())
+        takes = OPT_ARGS.get(cmd, _NO_OPT_ARGS)
         out, skip = [], False
         for a in args:
             if skip:
@@ -774,15 +778,25 @@ class RuleFilter:
                 return
 
     def _grep(self, cmd: str, args: list[str], st: _State, recursive_default: bool) -> None:
-        recursive = recursive_default or any(
-            _GREP_RECUR_RE.match(a) or a in ("--recursive", "--dereference-recursive") for a in args
-        )
-        excl = any(("exclude-dir" in a or a.startswith("-g") or a.startswith("--glob")) and "hid" in a for a in args)
-        excl = excl or any(
-            prev in ("--exclude-dir", "-g", "--glob") and "hid" in a for prev, a in zip(args, args[1:], strict=False)
-        )
+        # One pass over the arguments for three flags: recursive (-r, -R, -d..., --recursive), excl (a
+        # hidden folder excluded: --exclude-dir=hidden, -g '!hidden', or the option then the value),
+        # has_e (the pattern comes from -e/-f, so every operand is a file).
+        recursive, excl, has_e, prev = recursive_default, False, False, None
+        for a in args:
+            if a.startswith("-"):
+                if not recursive and (_GREP_RECUR_RE.match(a) or a in ("--recursive", "--dereference-recursive")):
+                    recursive = True
+                if a == "-e" or a == "-f" or a.startswith("--regexp"):
+                    has_e = True
+            if not excl and "hid" in a:
+                excl = (
+                    "exclude-dir" in a
+                    or a.startswith("-g")
+                    or a.startswith("--glob")
+                    or prev in ("--exclude-dir", "-g", "--glob")
+                )
+            prev = a
         rest = self._drop_opts("rg" if cmd == "rg" else "grep", args)
-        has_e = any(a == "-e" or a == "-f" or a.startswith("--regexp") for a in args)
         files = rest if has_e else rest[1:]
         for f in files:
             self._path(f, st, cmd)
@@ -796,17 +810,29 @@ class RuleFilter:
                 break
             roots.append(a)
         roots = roots or ["."]
+        resolved = []
         for r in roots:
-            if _into_hidden(_resolve(r, st.cwd)):
+            comps = _resolve(r, st.cwd)
+            if _into_hidden(comps):
                 st.reasons.append(f"find lists {r} (resolves into tests/hidden)")
                 return None
-        tree = any(_contains_hidden(_resolve(r, st.cwd)) for r in roots)
-        pruned = any("hid" in a for a in args) and ("-prune" in args or "-not" in args or "!" in args)
-        if tree and not pruned:
-            if any(a in ("-exec", "-execdir", "-ok", "-okdir") for a in args):
+            resolved.append(comps)
+        tree = False
+        for comps in resolved:
+            if _contains_hidden(comps):
+                tree = True
+                break
+        if not tree:
+            return None
+        if "-prune" in args or "-not" in args or "!" in args:
+            for a in args:
+                if "hid" in a:
+                    return None  # the hidden folder is pruned
+        for a in args:
+            if a in ("-exec", "-execdir", "-ok", "-okdir"):
                 st.reasons.append("find -exec over a tree that contains tests/hidden")
-            return "tree"
-        return None
+                break
+        return "tree"
 
     @staticmethod
     def _echo(cmd: str, args: list[str]) -> str:
