@@ -290,6 +290,7 @@ _BARE_RE = re.compile(r"[^ \t\\'\"$`|;&<>()\n#]+|#")
 _DQ_RUN_RE = re.compile(r'[^"\\$`]+')  # inside double quotes: no quote, backslash, $ or backquote
 _OPS = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")
 _OP_RE = re.compile("|".join(re.escape(op) for op in _OPS))  # alternatives tried in _OPS order
+_SUB_STOP_RE = re.compile(r"[()']")
 _TOK_SPECIAL = frozenset(" \t#\\'\"$`") | _OP_CHARS  # characters that end a run of ordinary ones
 _ANSI_C_RE = re.compile(r"(?:[^'\\]+|\\.|\\\Z)*", re.S)  # the body of $'...'
 assert all(op in _OPS for op in _OP_CHARS)  # so _OP_RE matches at every operator character
@@ -299,13 +300,19 @@ def _read_sub(s: str, j: int) -> tuple[str, int]:
     """``s[j]`` is just after "$(": the inner text and the index after the matching ")"."""
     n = len(s)
     depth, k = 1, j
-    while k < n and depth:
+    while depth:
+        m = _SUB_STOP_RE.search(s, k)  # the next "(", ")" or "'"; what lies between changes nothing
+        if m is None:
+            k = max(k, n)  # to the end, as a walk one character at a time would go
+            break
+        k = m.start()
         if s[k] == "(":
             depth += 1
         elif s[k] == ")":
             depth -= 1
-        elif s[k] == "'":
-            k = s.find("'", k + 1) if s.find("'", k + 1) != -1 else n
+        else:  # a quote: jump past its closing quote, or to the end
+            q = s.find("'", k + 1)
+            k = n if q == -1 else q
         k += 1
     return s[j : k - 1], k
 
@@ -875,33 +882,42 @@ class RuleFilter:
 
     def _python_code(self, code: str, st: _State) -> str | None:
         try:
-            tree = ast.parse(code)
+            # ast.parse(code), less its Python wrapper: the same compile call (nothing inherited)
+            tree = compile(code, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True, _feature_version=-1)
         except SyntaxError:
             st.unknown += 1
             self._scan_code(code, st)
             return None
         folder = _Folder()
         folder.visit(tree)
-        net = bool(_PY_NET_RE.search(code))
-        reads = bool(_PY_READS_RE.search(code))
+        net = reads = None  # does the code use the network / read files: searched when first needed
         for kind, s, fn in folder.uses:
             st.views.append(s)
             if kind == "shell":
                 self._run(s, st)
-            elif kind == "python":
+                continue
+            if kind == "python":
                 self._python_code(s, st)
-            elif _is_grader(s, bare_ok=net):
-                st.reasons.append(f"python contacts the grader ({s})")
-            elif kind == "path" and fn not in _PY_WALKERS:  # only "into tests/hidden" can fire
+                continue
+            # kind == "path"
+            if "grader" in s.lower():  # else _is_grader is False, whatever bare_ok is
+                if net is None:
+                    net = _PY_NET_RE.search(code) is not None
+                if _is_grader(s, bare_ok=net):
+                    st.reasons.append(f"python contacts the grader ({s})")
+                    continue
+            if fn not in _PY_WALKERS:  # only "into tests/hidden" can fire
                 if _names_hidden(s, st.cwd):
                     st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
-            elif kind == "path":
-                comps = _resolve(s, st.cwd)
-                if _into_hidden(comps):
-                    st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
-                elif _contains_hidden(comps):
-                    if reads or fn == "copytree":
-                        st.reasons.append(f"python {fn} over {s!r} (contains tests/hidden) and reads files")
+                continue
+            comps = _resolve(s, st.cwd)
+            if _into_hidden(comps):
+                st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
+            elif _contains_hidden(comps):
+                if reads is None:
+                    reads = _PY_READS_RE.search(code) is not None
+                if reads or fn == "copytree":
+                    st.reasons.append(f"python {fn} over {s!r} (contains tests/hidden) and reads files")
         st.unknown += folder.unknown
         return folder.printed
 
