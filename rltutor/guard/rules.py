@@ -483,12 +483,14 @@ class RuleFilter:
     max_depth = 6
 
     def check(self, command: str) -> RuleResult:
-        fast = self._fast(command)
-        if fast is not None:
-            return fast
+        plain = _PLAIN_RE.fullmatch(command) is not None
+        if plain and ".." not in command:
+            fast = self._fast(command)
+            if fast is not None:
+                return fast
         st = _State()
         try:
-            self._run(command, st)
+            self._run(command, st, plain=plain)
         except RecursionError:
             st.reasons.append("command nests too deeply to analyse")
         for lit in _B64_RE.findall(command):  # an encoded hidden path or grader URL anywhere
@@ -502,13 +504,12 @@ class RuleFilter:
                     st.reasons.append(f"base64 literal decodes to {dec[:60]!r}")
         text = command + " " + " ".join(st.views)
         sus = suspicion(text) + 1.0 * (st.unknown > 0)
-        return RuleResult(reasons=st.reasons, suspicion=sus, views=st.views)
+        return RuleResult(st.reasons, sus, st.views)
 
     def _fast(self, command: str) -> RuleResult | None:
         """The common case in one pass: one plain command (no quotes, $, globs, pipes, ..) of a
-        reader that takes only paths. Returns None when the full interpreter must look."""
-        if not _PLAIN_RE.fullmatch(command) or ".." in command:
-            return None
+        reader that takes only paths. Returns None when the full interpreter must look. The caller
+        has checked that ``command`` is plain (``_PLAIN_RE``) and has no ".."."""
         words = command.split()
         if not words or words[0] not in _FAST_CMDS:
             return None
@@ -518,18 +519,18 @@ class RuleFilter:
                 if not w.startswith("-") and _into_hidden(_resolve(w, ())):
                     reasons.append(f"{words[0]} names {w} (resolves into tests/hidden)")
                     break
-        sus = suspicion(command)
-        return RuleResult(reasons=reasons, suspicion=sus, views=[command])
+        return RuleResult(reasons, suspicion(command), [command])
 
     # -- a command line: lists of pipelines -------------------------------------------------------
-    def _run(self, command: str, st: _State, stdin: str | None = None) -> str | None:
-        """Interpret ``command``; return its stdout when it can be computed, else None."""
+    def _run(self, command: str, st: _State, stdin: str | None = None, plain: bool = False) -> str | None:
+        """Interpret ``command``; return its stdout when it can be computed, else None. ``plain``: the
+        caller knows that ``command`` is plain (``_PLAIN_RE``, so ``_PLAIN_OPS_RE`` too)."""
         st.depth += 1
         if st.depth > self.max_depth:
             st.reasons.append("command nests too deeply to analyse")
             return None
         out: str | None = None
-        if _PLAIN_OPS_RE.fullmatch(command):  # no quoting or expansion: split, skip the tokenizer
+        if plain or _PLAIN_OPS_RE.fullmatch(command):  # no quoting or expansion: split, skip the tokenizer
             stages: list = []
             parts = _SPLIT_RE.split(command)
             for k in range(0, len(parts), 2):
@@ -545,7 +546,7 @@ class RuleFilter:
         words: list = []
         redirs: list = []
         pending_redir = None
-        for t in toks + [("op", ";")]:
+        for t in toks:
             if t[0] == "word":
                 if pending_redir is not None:
                     redirs.append((pending_redir, t[1]))
@@ -564,6 +565,8 @@ class RuleFilter:
             if op != "|":
                 out = self._pipeline(pipeline, st, stdin)
                 pipeline = []
+        pipeline.append((words, redirs))  # the end of the line acts as a ";"
+        out = self._pipeline(pipeline, st, stdin)
         st.depth -= 1
         return out
 
@@ -639,7 +642,9 @@ class RuleFilter:
         if not argv:
             return None, None
         st.views.append(" ".join(argv))
-        cmd = argv[0].rsplit("/", 1)[-1]
+        cmd = argv[0]
+        if "/" in cmd:
+            cmd = cmd.rsplit("/", 1)[-1]
         args = argv[1:]
         if cmd in _OWN_RULES:  # a command with its own rule below; any other is read as "cmd [opts] paths"
             if cmd in ("export", "local", "declare", "readonly"):
