@@ -974,14 +974,18 @@ class _Folder(ast.NodeVisitor):
         # ast.NodeVisitor.visit/generic_visit, without the per-node getattr dispatch and iter_fields
         # generator; the same nodes in the same order. Leaves (names, constants, contexts,
         # operators) hold no calls or assignments and are skipped.
+        # A child that is a leaf is not visited at all (visiting it would do nothing).
         t = type(node)
         if t is _Call:
             self.visit_Call(node)
         elif t is _BinOp:  # fields left, op, right; the operator is a leaf
-            self.visit(node.left)
-            self.visit(node.right)
+            if type(node.left) not in _AST_LEAVES:
+                self.visit(node.left)
+            if type(node.right) not in _AST_LEAVES:
+                self.visit(node.right)
         elif t is _Attribute or t is _Expr or t is _keyword:  # the one child: value
-            self.visit(node.value)
+            if type(node.value) not in _AST_LEAVES:
+                self.visit(node.value)
         elif t is _Assign:
             self.visit_Assign(node)
         elif t not in _AST_LEAVES:
@@ -1011,19 +1015,21 @@ class _Folder(ast.NodeVisitor):
         fn = node.func
         tf = type(fn)
         name = fn.attr if tf is _Attribute else fn.id if tf is _Name else ""
+        args, keywords = node.args, node.keywords
         if name == "print":
-            vals = [self.fold(a) for a in node.args]
-            if all(v is not None for v in vals):
+            vals = [self.fold(a) for a in args]
+            if None not in vals:  # the values are strings or None
                 self.printed = " ".join(vals)
         else:
             kind = "shell" if name in self.SHELL_FUNCS else "python" if name in ("exec", "eval") else "path"
-            for a in node.args + [k.value for k in node.keywords]:
-                if kind == "shell" and (type(a) is _List or type(a) is _Tuple):
+            for a in args + [k.value for k in keywords] if keywords else args:
+                ta = type(a)
+                if kind == "shell" and (ta is _List or ta is _Tuple):
                     parts = [self.fold(e) for e in a.elts]
-                    if all(p is not None for p in parts):
+                    if None not in parts:
                         self.uses.append(("shell", " ".join(parts), name))
                     continue
-                v = self.fold(a)
+                v = a.value if ta is _Constant and type(a.value) is str else self.fold(a)  # a literal folds to itself
                 if v is not None:
                     self.uses.append((kind, v, name))
                 elif name in self.OPENERS or kind != "path":
@@ -1032,11 +1038,14 @@ class _Folder(ast.NodeVisitor):
                 v = self.fold(fn.value)
                 if v is not None and type(fn.value) is not _Constant:
                     self.uses.append(("path", v, name))
-        self.visit(fn)  # generic_visit of a Call: func, args, keywords
-        for a in node.args:
-            self.visit(a)
-        for k in node.keywords:
-            self.visit(k.value)
+        if tf not in _AST_LEAVES:  # generic_visit of a Call: func, args, keywords
+            self.visit(fn)
+        for a in args:
+            if type(a) not in _AST_LEAVES:
+                self.visit(a)
+        for k in keywords:
+            if type(k.value) not in _AST_LEAVES:
+                self.visit(k.value)
 
     def fold(self, n) -> str | None:
         try:
@@ -1068,7 +1077,8 @@ class _Folder(ast.NodeVisitor):
             return self.env.get(n.id)
         if t is _Call:
             fn = n.func
-            args = [self._fold(a) for a in n.args]
+            nargs = n.args  # one argument, the usual case, without a list comprehension
+            args = [self._fold(nargs[0])] if len(nargs) == 1 else [self._fold(a) for a in nargs]
             tf = type(fn)
             if tf is _Name:
                 if fn.id == "chr" and n.args:
