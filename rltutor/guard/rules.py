@@ -951,9 +951,10 @@ _Assign, _Attribute, _BinOp, _Call, _Constant, _Expr = (
 )
 _FormattedValue, _JoinedStr, _List, _Name, _Slice = ast.FormattedValue, ast.JoinedStr, ast.List, ast.Name, ast.Slice
 _Subscript, _Tuple, _UnaryOp, _keyword = ast.Subscript, ast.Tuple, ast.UnaryOp, ast.keyword
+_Module, _ListComp, _GeneratorExp, _comprehension = ast.Module, ast.ListComp, ast.GeneratorExp, ast.comprehension
 
 _AST_LEAVES = frozenset(
-    (ast.Constant, ast.Name, ast.Load, ast.Store, ast.Del)
+    (ast.Constant, ast.Name, ast.Load, ast.Store, ast.Del, ast.Import, ast.ImportFrom, ast.alias)
     + tuple(c for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__())
 )
 
@@ -988,6 +989,32 @@ class _Folder(ast.NodeVisitor):
                 self.visit(node.value)
         elif t is _Assign:
             self.visit_Assign(node)
+        # The other common nodes of one-liners, their fields in _fields order, as generic_visit goes:
+        elif t is _Module:  # body, type_ignores (no children)
+            for x in node.body:
+                self.visit(x)
+        elif t is _comprehension:  # target, iter, ifs, is_async (an int)
+            if type(node.target) not in _AST_LEAVES:
+                self.visit(node.target)
+            if type(node.iter) not in _AST_LEAVES:
+                self.visit(node.iter)
+            for x in node.ifs:
+                if type(x) not in _AST_LEAVES:
+                    self.visit(x)
+        elif t is _ListComp or t is _GeneratorExp:  # elt, generators
+            if type(node.elt) not in _AST_LEAVES:
+                self.visit(node.elt)
+            for x in node.generators:
+                self.visit(x)
+        elif t is _Tuple or t is _List:  # elts, ctx (a leaf)
+            for x in node.elts:
+                if type(x) not in _AST_LEAVES:
+                    self.visit(x)
+        elif t is _Subscript:  # value, slice, ctx (a leaf)
+            if type(node.value) not in _AST_LEAVES:
+                self.visit(node.value)
+            if type(node.slice) not in _AST_LEAVES:
+                self.visit(node.slice)
         elif t not in _AST_LEAVES:
             self.generic_visit(node)
 
