@@ -71,6 +71,11 @@ _RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRa]")
 _PLAIN_OPS_RE = re.compile(r"[A-Za-z0-9_./:,=+@%^*?\[\]!|;& -]*")
 _SPLIT_RE = re.compile(r"(\|\||&&|;|\||&)")
 _PLAIN_RE = re.compile(r"[A-Za-z0-9_./:,=+@%^ -]*")
+# Lines with quotes but nothing the tokenizer must interpret: outside quotes no operator, $, backquote,
+# backslash, "#" or "{"; inside "..." no $, backquote or backslash; every quote closed.
+_QUOTED_LINE_RE = re.compile(r"""(?:[^ \t'"\\$`|;&<>()\n#{]++|'[^']*+'|"[^"\\$`]*+"|[ \t]++)*+""")
+_QWORD_RE = re.compile(r"""(?:[^ \t'"]++|'[^']*+'|"[^"]*+")++""")  # the words of such a line
+_UNQUOTE_RE = re.compile("'([^']*)'|\"([^\"]*)\"")  # a quoted piece of such a word
 # the regexes of the helpers below, compiled once
 _HOST_END_RE = re.compile(r"[/:?#]")
 _BRACED_VAR_RE = re.compile(r"[A-Za-z_0-9#!?@*]*")
@@ -245,19 +250,26 @@ def _is_grader(word: str, bare_ok: bool) -> bool:
     return h in GRADER_HOSTS
 
 
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
 def decode_escapes(s: str) -> str:
     """Decode C/bash/python escapes (``\\x68``, ``\\150``, ``\\n``) in ``s``; other text unchanged."""
-    simple = {"a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
-
-    def sub(m: re.Match) -> str:
-        e = m.group(1)
-        if e[0] == "x" or e[0] == "u":
-            return chr(int(e[1:], 16))
-        if e[0].isdigit():
-            return chr(int(e, 8) & 0xFF)
-        return simple.get(e, e)
-
-    return _ESC_RE.sub(sub, s)
+    if "\\" not in s:  # every escape starts with a backslash
+        return s
+    # What _ESC_RE.sub(function, s) gives, without a Python call per escape: split keeps each escape's
+    # group at the odd places, between the plain pieces.
+    parts = _ESC_RE.split(s)
+    for k in range(1, len(parts), 2):
+        e = parts[k]
+        c = e[0]
+        if c == "x" or c == "u":
+            parts[k] = chr(int(e[1:], 16))
+        elif c.isdigit():
+            parts[k] = chr(int(e, 8) & 0xFF)
+        else:
+            parts[k] = _SIMPLE_ESCAPES.get(e, e)
+    return "".join(parts)
 
 
 def _b64(s: str) -> str | None:
@@ -539,6 +551,20 @@ class RuleFilter:
                 if op != "|":
                     out = self._pipeline(stages, st, stdin)
                     stages = []
+            st.depth -= 1
+            return out
+        if _QUOTED_LINE_RE.fullmatch(command):  # one simple command, quoted only with '...' or "..."
+            # What the tokenizer and _expand_all give for such a line: each word without its quotes
+            # (nothing to expand: no $, backquote or backslash in double quotes, no unquoted braces).
+            argv = []
+            for w in _QWORD_RE.findall(command):
+                if '"' not in w:  # every ' is a quote: drop them
+                    argv.append(w.replace("'", ""))
+                elif "'" not in w:
+                    argv.append(w.replace('"', ""))
+                else:  # both kinds: the pieces outside quotes and the contents of the quoted ones
+                    argv.append("".join(filter(None, _UNQUOTE_RE.split(w))))
+            out = self._pipeline([(argv, [])], st, stdin)
             st.depth -= 1
             return out
         toks = _tokenize(command)
