@@ -161,6 +161,9 @@ def _resolve(path: str, cwd: tuple[str, ...]) -> tuple[str, ...]:
         parts = ["/"]
         path = path[1:]
     else:
+        comps = path.split("/")
+        if "" not in comps and "." not in comps and ".." not in comps:  # nothing to resolve: append
+            return tuple(cwd) + tuple(comps)
         parts = list(cwd)
     for c in path.split("/"):
         if c in ("", "."):
@@ -475,6 +478,9 @@ _OWN_RULES = (
     | MENTION_CMDS
     | NETWORK_CMDS
 )
+# The chain's second run (network, test runner, searches, find, sed/awk) and its first run (the rest).
+_LATE_RULES = NETWORK_CMDS | frozenset("pytest py.test grep egrep fgrep rg ag ack git find sed awk".split())
+_EARLY_RULES = _OWN_RULES - _LATE_RULES
 
 
 class _State:
@@ -543,6 +549,10 @@ class RuleFilter:
             return None
         out: str | None = None
         if plain or _PLAIN_OPS_RE.fullmatch(command):  # no quoting or expansion: split, skip the tokenizer
+            if "|" not in command and ";" not in command and "&" not in command:  # one simple command
+                out = self._pipeline([(command.split(), [])], st, stdin)
+                st.depth -= 1
+                return out
             stages: list = []
             parts = _SPLIT_RE.split(command)
             for k in range(0, len(parts), 2):
@@ -672,7 +682,9 @@ class RuleFilter:
         if "/" in cmd:
             cmd = cmd.rsplit("/", 1)[-1]
         args = argv[1:]
-        if cmd in _OWN_RULES:  # a command with its own rule below; any other is read as "cmd [opts] paths"
+        # A command with its own rule below; any other is read as "cmd [opts] paths". The rules come in
+        # two runs over disjoint sets of names, so a command skips the tests of the run it is not in.
+        if cmd in _EARLY_RULES:
             if cmd in ("export", "local", "declare", "readonly"):
                 for a in args:
                     if "=" in a:
@@ -740,6 +752,7 @@ class RuleFilter:
                 return None, None
             if cmd in MENTION_CMDS:
                 return None, None
+        if cmd in _LATE_RULES:
             if cmd in NETWORK_CMDS:
                 for a in self._drop_opts(cmd, args):
                     if _is_grader(a, bare_ok=True):
