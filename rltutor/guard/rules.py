@@ -774,10 +774,11 @@ class RuleFilter:
                 for a in rest if has_script_opt else rest[1:]:
                     self._path(a, st, cmd)
                 return None, None
-        operands = [a for a in args if not a.startswith("-") or a == "-"]
         if cmd in TREE_COPIERS and (cmd in ("tar", "zip", "rsync") or _opts_recursive(args)):
-            self._tree_reader(cmd, operands, st, default_cwd=False)
-        for a in operands:
+            self._tree_reader(cmd, [a for a in args if not a.startswith("-") or a == "-"], st, default_cwd=False)
+        for a in args:
+            if a.startswith("-") and a != "-":  # an option, not an operand
+                continue
             if "://" in a:  # a URL: what _is_grader(a, bare_ok=False) looks at (_host needs "://")
                 h = _host(a)
                 if h in GRADER_HOSTS:
