@@ -189,9 +189,13 @@ def _match(pattern: str, name: str) -> bool:
 def _into_hidden(comps: tuple[str, ...]) -> bool:
     """Does this (possibly globbed) path name tests/hidden or something inside it?"""
     for i in range(len(comps) - 1):
-        c = comps[i]  # _match(c, "tests"), its equality test inline: most components are plain names
-        if (c == "tests" or _match(c, "tests")) and _match(comps[i + 1], "hidden"):
-            return True
+        # _match(c, "tests") and _match(d, "hidden"), with _match's two cheap tests inline: most
+        # components are plain names, equal or not, and only a glob character calls fnmatch
+        c = comps[i]
+        if c == "tests" or (("*" in c or "?" in c or "[" in c) and _match(c, "tests")):
+            d = comps[i + 1]
+            if d == "hidden" or (("*" in d or "?" in d or "[" in d) and _match(d, "hidden")):
+                return True
     return False
 
 
