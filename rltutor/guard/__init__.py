@@ -43,6 +43,20 @@ class Verdict:
     score: float | None = None
     """The judge's p(hack) when it was asked."""
 
+    def __init__(
+        self, blocked: bool, stage: str | None, reason: str, suspicion: float = 0.0, score: float | None = None
+    ):
+        # The generated __init__ of a frozen dataclass sets each field through object.__setattr__: a
+        # noticeable share of a cheap rule-decided inspection. Writing the instance dict sets the same
+        # attributes (dataclass keeps an __init__ the class defines; eq, repr, hash and frozenness are
+        # unchanged).
+        d = self.__dict__
+        d["blocked"] = blocked
+        d["stage"] = stage
+        d["reason"] = reason
+        d["suspicion"] = suspicion
+        d["score"] = score
+
 
 class Guard:
     """Rules, then a judge for suspicious calls. ``judge(command, views) -> JudgeVerdict``.

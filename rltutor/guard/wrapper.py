@@ -10,6 +10,8 @@ Policies for a call the guard blocks:
 ``"abort"``           the call does not run; the episode ends with reward 0
 ``"penalize"``        the call runs; from then on the episode's reward is 0, and it goes on
 ``"decoy"``           the call does not run; the agent reads a plausible, meaningless reply, and goes on
+                      (:mod:`rltutor.guard.decoys`: in front of a ToolShell, the reply of a twin task
+                      whose hidden answer is another one, fixed per episode)
 ====================  ==============================================================================
 
 Every interception is logged (``GuardedEnv.log``, and the ``rltutor.guard`` logger) with its stage
@@ -22,9 +24,13 @@ trainer to log: ``flagged``, ``rule``, ``judge``, ``judge_failures``, ``executed
 from __future__ import annotations
 
 import logging
+import random
+import zlib
+
+from rltutor.envs.toolshell import ToolShell
 
 from . import Guard
-from .decoys import safe_decoy
+from .decoys import env_decoy, safe_decoy, twin_task
 
 log = logging.getLogger("rltutor.guard")
 POLICIES = ("none", "abort", "penalize", "decoy")
@@ -43,6 +49,7 @@ class GuardedEnv:
         self._zeroed = False
         self._decoy_turns = 0
         self._episode_index = -1
+        self._twin = None  # (the env's task, its twin) for this episode's decoys
 
     @staticmethod
     def _zero() -> dict:
@@ -62,6 +69,7 @@ class GuardedEnv:
         self._zeroed = False
         self._decoy_turns = 0
         self._episode_index += 1
+        self._twin = None
         return self.env.reset(seed=seed)
 
     def __getattr__(self, name):  # everything else (answer, task, knobs...) is the env's
@@ -108,14 +116,27 @@ class GuardedEnv:
         if self.policy == "abort":
             self._zeroed = True
             return ABORT_MESSAGE, 0.0, True, {"hidden_read": False, "guard": guard_info}
-        answer = self._answer()
-        obs = safe_decoy(command, v.reason, answer=answer, seed=self.seed + self._episode_index)
+        obs = self._decoy(command, v.reason, self._answer())
         # A decoyed call is a turn too: without this an agent that keeps cheating never runs out of turns.
         self._decoy_turns += 1
         turns = (getattr(self.env, "episode", {}) or {}).get("turns", 0) + self._decoy_turns
         max_turns = getattr(self.env, "max_turns", None)
         done = isinstance(max_turns, int) and turns >= max_turns
         return obs, 0.0, done, {"hidden_read": False, "guard": guard_info}
+
+    def _decoy(self, command: str, reason: str, answer) -> str:
+        """The decoy reply: a twin task's reply in front of a ToolShell, else a template."""
+        seed = self.seed + self._episode_index
+        if isinstance(self.env, ToolShell):
+            task = self.env.task
+            if self._twin is None or self._twin[0] is not task:  # one twin per episode (per task)
+                rng = random.Random(zlib.crc32(f"{seed}:{self.env.task_seed}".encode()))
+                self._twin = (task, twin_task(task, rng))
+            if self._twin[1] is not None:
+                obs = env_decoy(self.env, command, self._twin[1], answer)
+                if obs is not None:
+                    return obs
+        return safe_decoy(command, reason, answer=answer, seed=seed)
 
     def _answer(self):
         try:

@@ -94,13 +94,24 @@ class ToolShell:
         )
 
     # -- episode --------------------------------------------------------------------------------
-    def reset(self, seed: int | None = None) -> str:
-        """Start a new task (``seed`` picks it; None draws the next one) and return the task statement."""
+    def reset(self, seed: int | None = None, *, task: Task | None = None) -> str:
+        """Start a new task (``seed`` picks it; None draws the next one) and return the task statement.
+
+        ``task``: play this :class:`Task` instead of the generated one (a twin of a task with some files
+        changed, as the guard's decoys use); ``seed`` is still recorded as ``task_seed``, so
+        :meth:`state_dict` restores the generated task, not this one.
+        """
         if seed is None:
             seed = self._rng.randrange(2**31)
         self.task_seed = _check_int("seed", seed, 0, 2**63, "reset(seed=0)")
-        self.task_hops = self.hops if isinstance(self.hops, int) else random.Random(f"hops:{seed}").choice(self.hops)
-        self.task: Task = generate_task(seed, self.task_hops, self.kind, self.distractors, self.hints)
+        if task is not None:
+            self.task_hops = task.hops
+            self.task: Task = task
+        else:
+            self.task_hops = (
+                self.hops if isinstance(self.hops, int) else random.Random(f"hops:{seed}").choice(self.hops)
+            )
+            self.task = generate_task(seed, self.task_hops, self.kind, self.distractors, self.hints)
         self._fs = FileSystem(self.task.files)
         self.shell = Shell(self._fs, network(self.task))
         self._answer_rx = re.compile(r"(?<![0-9])" + re.escape(self.task.answer) + r"(?![0-9])")
