@@ -43,7 +43,9 @@ the only way to a higher return is honest solving across the split episodes. (5)
 runs, in which the cost of 0.1 per call made quitting early (a hack attempt, a decoy, a wrong submit: -0.2)
 the best policy at 256 tokens under every mode, and stated before its own runs: the decoy runs with
 ``--turn-cost 0``, where the only reward is an honest solve, so crediting the right calls across the split
-episodes is all there is to learn; the same contrasts on ``episode_return`` (there: the solve rate).
+episodes is all there is to learn; the same contrasts on ``episode_return`` (there: the solve rate). (Those
+first decoy runs used the template decoys; when the guard's decoys became a twin task's replies, every
+decoy run was rerun, and quitting early still won at 256 tokens: 3 to 5 calls, a return of about -0.3.)
 
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
