@@ -1,5 +1,6 @@
 """The template agent (chapter 7): log-probs, candidates from observations only, the warm start, the guard."""
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -436,3 +437,19 @@ def test_a_compacting_template_run_resumes_exactly(tmp_path):
     assert len(resumed) > len(first) and (whole["segments_per_episode"] > 1).any()
     cols = ["env_steps", "episode_return", "segments_per_episode", "policy_loss", "hack_rate"]
     pd.testing.assert_frame_equal(resumed[cols], whole[cols])
+
+
+def test_snr_of_the_modes_agrees_where_episodes_do_not_split():
+    """At a budget no episode reaches, the two PPO modes are one estimator and the four group modes another:
+    their SNRs must coincide exactly; at a tight budget the bootstrap makes the PPO modes differ."""
+    from rltutor.experiments.agents import sub_advantage_snr
+
+    t = sub_advantage_snr(budgets=(4096, 200), batches=3, fit_batches=1).set_index(["context_budget", "sub_advantage"])
+    wide, tight = t.loc[4096], t.loc[200]
+    assert (wide["segments_per_episode"] == 1).all() and (tight["segments_per_episode"] > 1).all()
+    assert wide.loc["ppo_bootstrap", "snr"] == wide.loc["ppo_no_bootstrap", "snr"]
+    groups = wide.loc[["slime_grpo", "broadcast_grpo", "split_reward", "index_groups"], "snr"]
+    assert groups.nunique() == 1 and (wide["snr"] >= 0).all()
+    assert tight.loc["ppo_bootstrap", "snr"] != tight.loc["ppo_no_bootstrap", "snr"]
+    assert tight.loc["slime_grpo", "comparable_row_frac"] == 0.0  # the batch-wide fallback
+    assert np.isnan(tight.loc["ppo_bootstrap", "comparable_row_frac"])

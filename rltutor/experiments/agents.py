@@ -341,7 +341,7 @@ def sub_advantage_snr(
     from rltutor.envs.toolshell import ToolShell
     from rltutor.experiments.variance import summarize as grad_summary
     from rltutor.rollout.compaction import assign_rewards
-    from rltutor.rollout.templates import TemplateCollector, outcome_to_go
+    from rltutor.rollout.templates import TemplateCollector, _comparable_frac, outcome_to_go
 
     base = make_config("ppo", **{**template_settings("ppo", tasks), "seed": seed, "total_steps": 10**9})
     policy0, _ = build(base)
@@ -394,7 +394,7 @@ def sub_advantage_snr(
                 logp = policy.evaluate(b)["logp"]
                 surrogate = (adv.detach() * logp * mask).sum() / mask.sum()
                 grads.append(torch.cat([x.flatten() for x in torch.autograd.grad(surrogate, params)]))
-                comparable.append(_comparable_share(mode, gid, meta))
+                comparable.append(_comparable_frac(mode, gid, meta))
             g = torch.stack(grads)[:, None, :]  # (M, 1, P)
             out = grad_summary(g, g.mean(0))
             rows.append(
@@ -411,12 +411,6 @@ def sub_advantage_snr(
                 }
             )
     return pd.DataFrame(rows)
-
-
-def _comparable_share(mode, gid, meta) -> float:
-    from rltutor.rollout.templates import _comparable_frac
-
-    return _comparable_frac(mode, gid, meta)
 
 
 def summarize(df: pd.DataFrame, last: int = 5) -> pd.DataFrame:
