@@ -339,6 +339,8 @@ def test_demonstrations_pass_through_compaction():
 def test_compaction_needs_a_sub_advantage_mode():
     with pytest.raises(ValueError, match="pass sub_advantage"):
         TemplateCollector(lambda: ToolShell(**MIX), context_budget=200, compaction="summary")
+    with pytest.raises(ValueError, match="pass context_budget"):
+        TemplateCollector(lambda: ToolShell(**MIX), compaction="summary", sub_advantage="slime_grpo")
 
 
 def test_compaction_lab_resumes_run_by_run(tmp_path, monkeypatch):

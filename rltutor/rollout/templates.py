@@ -392,6 +392,11 @@ class TemplateCollector:
                 f"compaction={compaction!r} splits episodes into sub-trajectories, so their rewards must be "
                 f"assigned: pass sub_advantage (one of {', '.join(SUB_ADVANTAGES)})"
             )
+        if compaction != "none" and context_budget is None:
+            raise ValueError(
+                f"compaction={compaction!r} acts when the context outgrows its budget: pass context_budget "
+                "(in tokens; 256 splits a template episode into about 5 sub-trajectories)"
+            )
         if context_budget is not None:
             check_int("context_budget", context_budget, 1)
         check_int("keep_turns", keep_turns, 0)
