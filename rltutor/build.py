@@ -153,16 +153,8 @@ def template_warm_start(config: Config, env: ToolShell, device=None) -> Template
 
     def clone():
         knobs = env.knobs
-        context = None
-        if config.compaction != "none":  # demonstrations through the same compactions RL will meet
-            c = _template_context(config)
-            context = dict(
-                budget=c["context_budget"],
-                compaction=c["compaction"],
-                keep_turns=c["keep_turns"],
-                room=1 + c["max_cmd_tokens"],
-                max_obs=c["max_obs_tokens"],
-            )
+        # demonstrations through the same compactions RL will meet
+        context = _template_context(config) if config.compaction != "none" else None
         demos = template_demos(lambda: ToolShell(**knobs), scripted_solver, 128, seed=config.seed, context=context)
         behaviour_clone(
             policy,

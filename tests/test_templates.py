@@ -329,7 +329,7 @@ def test_no_compaction_ends_an_overflowing_episode():
 
 
 def test_demonstrations_pass_through_compaction():
-    context = dict(budget=200, compaction="summary", keep_turns=2, room=25, max_obs=128)
+    context = dict(context_budget=200, compaction="summary", keep_turns=2, max_cmd_tokens=24, max_obs_tokens=128)
     plain = template_demos(lambda: ToolShell(**MIX), scripted_solver, 8, seed=0)
     compacted = template_demos(lambda: ToolShell(**MIX), scripted_solver, 8, seed=0, context=context)
     assert len(plain["target"]) == len(compacted["target"])  # the solver's every command stays a candidate

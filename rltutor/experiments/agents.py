@@ -158,12 +158,18 @@ def hack_curves(
     """Every (algo, guard, seed) run, ``workers`` processes at a time (default: the CPU count); the rows of
     all runs, one per update."""
     jobs = [(a, s, g, updates, 1, tasks) for a in algos for g in guards for s in seeds]
+    return _run_all(_run, jobs, workers)
+
+
+def _run_all(run, jobs: list, workers: int | None) -> pd.DataFrame:
+    """``run(job)`` for every job, ``workers`` processes at a time (default: the CPU count; 1: in this
+    process), in order; the frames concatenated."""
     workers = workers or os.cpu_count() or 1
     if workers == 1:
-        frames = [_run(j) for j in jobs]
+        frames = [run(j) for j in jobs]
     else:
         with ProcessPoolExecutor(workers) as pool:
-            frames = list(pool.map(_run, jobs))
+            frames = list(pool.map(run, jobs))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -242,13 +248,7 @@ def compaction_curves(
         for b in budgets
         for s in seeds
     ]
-    workers = workers or os.cpu_count() or 1
-    if workers == 1:
-        frames = [_run_compaction(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            frames = list(pool.map(_run_compaction, jobs))
-    return pd.concat(frames, ignore_index=True)
+    return _run_all(_run_compaction, jobs, workers)
 
 
 def _contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:

@@ -307,13 +307,8 @@ class _Context:
     the episode ends there (``overflow``)."""
 
     def __init__(self, statement: str, budget: int, compaction: str, keep_turns: int, room: int, max_obs: int):
-        self.budget, self.compaction, self.keep_turns, self.room, self.max_obs = (
-            budget,
-            compaction,
-            keep_turns,
-            room,
-            max_obs,
-        )
+        self.budget, self.compaction, self.keep_turns = budget, compaction, keep_turns
+        self.room, self.max_obs = room, max_obs
         self.head = [TASK, *encode(statement)]
         if len(self.head) + room > budget:
             raise ValueError(
@@ -324,6 +319,20 @@ class _Context:
         self.length = len(self.head)
         self.k = 0  # the sub-trajectory the next turn belongs to
         self.overflow = False
+
+    @classmethod
+    def from_settings(
+        cls,
+        statement: str,
+        context_budget: int,
+        compaction: str = "none",
+        keep_turns: int = 2,
+        max_cmd_tokens: int = 32,
+        max_obs_tokens: int = 160,
+    ) -> _Context:
+        """From the collector's settings (:class:`TemplateCollector`'s names): the room for the next
+        command is the longest command plus its ``<cmd>``."""
+        return cls(statement, context_budget, compaction, keep_turns, 1 + max_cmd_tokens, max_obs_tokens)
 
     def record(self, command: str, obs: str) -> str | None:
         """Add a turn; if the next might not fit, end the sub-trajectory and return the compacted context's
@@ -401,9 +410,15 @@ class TemplateCollector:
             check_int("context_budget", context_budget, 1)
         check_int("keep_turns", keep_turns, 0)
         self.num_tasks, self.group_size, self.max_cands = num_tasks, group_size, max_cands
-        self.budget, self.compaction, self.keep_turns = context_budget, compaction, keep_turns
+        check_int("max_cmd_tokens", max_cmd_tokens, 1)
+        self.context = dict(
+            context_budget=context_budget,
+            compaction=compaction,
+            keep_turns=keep_turns,
+            max_cmd_tokens=max_cmd_tokens,
+            max_obs_tokens=max_obs_tokens,
+        )
         self.sub_advantage, self.gamma = sub_advantage, float(gamma)
-        self.room, self.max_obs = 1 + check_int("max_cmd_tokens", max_cmd_tokens, 1), max_obs_tokens
         self.envs = [make_env() for _ in range(num_tasks * group_size)]
 
     def state_dict(self) -> dict:
@@ -418,9 +433,9 @@ class TemplateCollector:
         return {}
 
     def _context(self, statement: str) -> _Context | None:
-        if self.budget is None:
+        if self.context["context_budget"] is None:
             return None
-        return _Context(statement, self.budget, self.compaction, self.keep_turns, self.room, self.max_obs)
+        return _Context.from_settings(statement, **self.context)
 
     @torch.no_grad()
     def collect(self, policy, generator: torch.Generator | None = None):
@@ -578,16 +593,16 @@ def template_demos(
     turns: ``cand`` (N, C, F), ``cand_mask`` (N, C), ``state`` (N, S), ``target`` (N,) the index of the
     solver's command among the candidates. Raises if a solver command is not a candidate.
 
-    ``context``: the collector's context bookkeeping (``budget``, ``compaction``, ``keep_turns``, ``room``,
-    ``max_obs`` of :class:`_Context`), so that the demonstrations pass through the same compactions
-    (and the same restarted memories) as the episodes RL will collect."""
+    ``context``: the collector's context settings (:attr:`TemplateCollector.context`: ``context_budget``,
+    ``compaction``, ``keep_turns``, ``max_cmd_tokens``, ``max_obs_tokens``), so that the demonstrations pass
+    through the same compactions (and the same restarted memories) as the episodes RL will collect."""
     env = make_env()
     g = torch.Generator().manual_seed(seed)
     cands, states, targets = [], [], []
     for _ in range(n):
         statement = env.reset(seed=int(torch.randint(0, 2**31 - 1, (1,), generator=g)))
         mem = Memory(statement, _max_turns(env), max_cands)
-        ctx = _Context(statement, **context) if context else None
+        ctx = _Context.from_settings(statement, **context) if context else None
         for command in solver(env):
             keys, cand, s = mem.features()
             lines = [command_of(t, a) for t, a in keys]
