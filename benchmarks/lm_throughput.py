@@ -26,6 +26,7 @@ Prints a markdown table and, with ``--out``, writes it as CSV.
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -65,10 +66,12 @@ def bench_rollout(T: int, steps: int, device, compiled: bool = False) -> dict:
     out = {}
     for use_cache in (True, False):
         sample(model, prompts, T, 1.0, torch.Generator().manual_seed(0), use_cache, stop_early=False)  # warm
-        t0 = time.perf_counter()
+        times = []
         for s in range(steps):
+            t0 = time.perf_counter()
             sample(model, prompts, T, 1.0, torch.Generator().manual_seed(s), use_cache, stop_early=False)
-        out["cache" if use_cache else "no_cache"] = steps * prompts.shape[0] * T / (time.perf_counter() - t0)
+            times.append(time.perf_counter() - t0)
+        out["cache" if use_cache else "no_cache"] = prompts.shape[0] * T / statistics.median(times)
     return out
 
 
@@ -80,16 +83,16 @@ def bench_train_forward_backward(T: int, steps: int, device, compiled: bool = Fa
         policy, torch.Generator().manual_seed(0)
     )
     opt = torch.optim.Adam(policy.parameters(), lr=1e-4)
-    t0 = None
-    for s in range(steps + 1):
-        if s == 1:
-            t0 = time.perf_counter()
+    times = []
+    for _ in range(steps + 1):  # the first is warm-up
+        t0 = time.perf_counter()
         logp, _, _ = token_logprobs(model, batch["tokens"], int(batch["prompt_len"][0]))
         loss = -(logp * batch["mask"]).sum() / batch["mask"].sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return steps * N_PROMPTS * G * T / (time.perf_counter() - t0)
+        times.append(time.perf_counter() - t0)
+    return N_PROMPTS * G * T / statistics.median(times[1:])
 
 
 def make_floor(T: int, P: int = 6):
@@ -105,7 +108,7 @@ def make_floor(T: int, P: int = 6):
     these kernels on this machine; TRL's step divided by it caps the attainable ratio.
 
     Returns a function that runs this arithmetic once and returns ``(sampling_s, update_s)``;
-    :func:`floor_summary` takes the fastest of several repetitions.
+    :func:`floor_summary` takes the median of several repetitions (the statistic the trainers get too).
     """
     import torch.nn.functional as F
 
@@ -160,10 +163,13 @@ def make_floor(T: int, P: int = 6):
 
 
 def floor_summary(times: list) -> dict:
-    """The fastest sampling and update of several ``make_floor`` repetitions, and their sum."""
-    out = {"floor_sampling_s": min(t[0] for t in times), "floor_update_s": min(t[1] for t in times)}
-    out["floor_step_s"] = out["floor_sampling_s"] + out["floor_update_s"]
-    return out
+    """Medians of the sampling, update and whole-step seconds of several ``make_floor`` repetitions."""
+    med = statistics.median
+    return {
+        "floor_sampling_s": med(t[0] for t in times),
+        "floor_update_s": med(t[1] for t in times),
+        "floor_step_s": med(t[0] + t[1] for t in times),
+    }
 
 
 def profile_sampler(T: int, device, compiled: bool = False) -> None:
@@ -206,16 +212,6 @@ def _rltutor_trainer(T: int, device, compiled: bool = False):
         torch_threads=None,
     )
     return Trainer(cfg, policy, collector)
-
-
-def bench_rltutor_step(T: int, steps: int, device, compiled: bool = False) -> float:
-    """End-to-end GRPO steps of rltutor's one trainer: sample, reward, advantages, update."""
-    trainer = _rltutor_trainer(T, device, compiled)
-    trainer.step()  # warm-up
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        trainer.step()
-    return steps * N_PROMPTS * G * T / (time.perf_counter() - t0)
 
 
 TRL_VARIANTS = {
@@ -330,13 +326,13 @@ def bench_trl_step(T: int, steps: int, interleave=None, variant: str = "default"
     trainer._generate_and_score_completions = timed_generate
     trainer.train()
     lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
-    dt = sum(times[2:]) / len(times[2:])  # skip the first two steps (warm-up)
+    dt = statistics.median(times[2:])  # skip the first two steps (warm-up)
     meta = {
         "trl": trl.__version__,
         "transformers": transformers.__version__,
         "params": sum(p.numel() for p in model.parameters()),
         "mean_completion_length": lengths[-1],
-        "generate_share": sum(gen_times[2:]) / sum(times[2:]),
+        "generate_share": statistics.median(gen_times[2:]) / dt,
     }
     return N_PROMPTS * G * T / dt, meta
 
@@ -374,31 +370,39 @@ def main(argv=None):
         row["train_fwd_bwd"] = bench_train_forward_backward(T, args.steps, device, args.compile)
         if args.profile:
             profile_sampler(T, device, args.compile)
-        # The floor times CPU kernels (on a GPU it would need synchronising). With TRL it runs once after
-        # every TRL step, alternating like the trainers, so that all three see the same machine load.
+        # The floor times CPU kernels (on a GPU it would need synchronising). It runs once after every
+        # rltutor step, and with TRL the two trainers alternate too (one TRL step, one rltutor step, one
+        # floor), so that all three see the same machine load. Every statistic is a median over steps.
         floor = make_floor(T) if device.type == "cpu" else None
-        floor_times = []
+        trainer, rl_times, rl_sample, floor_times = _rltutor_trainer(T, device, args.compile), [], [], []
+
+        def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample, floor=floor, floor_times=floor_times):
+            t0 = time.perf_counter()
+            out = trainer.step()
+            rl_times.append(time.perf_counter() - t0)
+            rl_sample.append(out["sample_time"])
+            if floor is not None:
+                floor_times.append(floor())
+
         if args.no_trl:
-            row["rltutor_step"] = bench_rltutor_step(T, args.steps, device, args.compile)
-        else:  # the two trainers alternate step by step: one TRL step, then one rltutor step
-            trainer, rl_times, rl_sample = _rltutor_trainer(T, device, args.compile), [], []
-
-            def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample, floor=floor, floor_times=floor_times):
-                t0 = time.perf_counter()
-                row = trainer.step()
-                rl_times.append(time.perf_counter() - t0)
-                rl_sample.append(row["sample_time"])
-                if floor is not None:
-                    floor_times.append(floor())
-
+            for _ in range(args.steps + 2):
+                rl_step()
+        else:
             row["trl_step"], meta = bench_trl_step(T, args.steps, interleave=rl_step)
-            row["rltutor_step"] = N_PROMPTS * G * T * len(rl_times[2:]) / sum(rl_times[2:])
-            row["rltutor_sample_share"] = sum(rl_sample[2:]) / sum(rl_times[2:])
-            row["ratio_vs_trl"] = row["rltutor_step"] / row["trl_step"]
             row.update({f"trl_{k}": v for k, v in meta.items()})
+        med = statistics.median
+        step_s, sample_s = med(rl_times[2:]), med(rl_sample[2:])  # the first two steps are warm-up
+        update_s = med(t - s for t, s in zip(rl_times[2:], rl_sample[2:], strict=True))
+        row["rltutor_step"] = N_PROMPTS * G * T / step_s
+        row["rltutor_sample_share"] = sample_s / step_s
+        if "trl_step" in row:
+            row["ratio_vs_trl"] = row["rltutor_step"] / row["trl_step"]
         if floor is not None:
-            row.update(floor_summary(floor_times or [floor() for _ in range(args.steps)]))
+            row.update(floor_summary(floor_times[2:]))
             row["floor_step"] = N_PROMPTS * G * T / row["floor_step_s"]
+            row["of_floor"] = row["floor_step_s"] / step_s  # rltutor's tokens/s as a share of the floor's
+            row["sampling_of_floor"] = row["floor_sampling_s"] / sample_s  # the sampler against its floor
+            row["update_of_floor"] = row["floor_update_s"] / update_s  # the rest of the step against its floor
             if "trl_step" in row:  # no step doing this arithmetic with these kernels beats this ratio
                 row["ratio_cap"] = row["floor_step"] / row["trl_step"]
         rows.append(row)
@@ -417,6 +421,9 @@ def main(argv=None):
             "train_fwd_bwd",
             "floor_step",
             "rltutor_step",
+            "of_floor",
+            "sampling_of_floor",
+            "update_of_floor",
             "trl_step",
             "ratio_vs_trl",
             "ratio_cap",
@@ -434,7 +441,7 @@ def main(argv=None):
                 str(r[c])
                 if c == "T"
                 else f"{r[c]:.2f}"
-                if c.startswith("ratio") or c.endswith("share")
+                if c.startswith("ratio") or c.endswith(("share", "of_floor"))
                 else f"{r[c]:,.0f}"
                 for c in cols
             )

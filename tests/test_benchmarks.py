@@ -26,14 +26,20 @@ def test_lm_throughput_runs_without_trl(tmp_path):
     assert row["T"] == 4
     for col in ("rollout_cache", "rollout_no_cache", "train_fwd_bwd", "rltutor_step", "floor_step"):
         assert row[col] > 0, col
-    assert row["floor_step_s"] == pytest.approx(row["floor_sampling_s"] + row["floor_update_s"])
     assert row["floor_step"] == pytest.approx(64 * 4 / row["floor_step_s"])
+    # the shares of the floor are ratios of medians: the whole step's share is rltutor's tokens/s over the floor's
+    assert row["of_floor"] == pytest.approx(row["rltutor_step"] / row["floor_step"])
+    for col in ("of_floor", "sampling_of_floor", "update_of_floor", "rltutor_sample_share"):
+        assert 0 < row[col] < 5, col
 
 
-def test_floor_summary_takes_the_fastest_of_each_phase():
+def test_floor_summary_takes_the_median_of_each_phase_and_of_the_step():
     lm = _load("lm_throughput")
-    s = lm.floor_summary([(0.3, 0.1), (0.2, 0.4)])
-    assert s == {"floor_sampling_s": 0.2, "floor_update_s": 0.1, "floor_step_s": pytest.approx(0.3)}
+    s = lm.floor_summary([(0.3, 0.1), (0.2, 0.4), (0.25, 0.2)])
+    # the step's median is the median of the sums (0.4, 0.6, 0.45), not the sum of the medians (0.45)
+    assert s == {"floor_sampling_s": 0.25, "floor_update_s": 0.2, "floor_step_s": pytest.approx(0.45)}
+    s = lm.floor_summary([(0.1, 0.5), (0.2, 0.1), (0.3, 0.3)])
+    assert s["floor_step_s"] == pytest.approx(0.6) and s["floor_sampling_s"] + s["floor_update_s"] == pytest.approx(0.5)
 
 
 def test_unknown_trl_variant_is_refused_before_anything_runs():

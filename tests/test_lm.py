@@ -38,6 +38,46 @@ def test_cache_and_no_cache_sample_the_same_tokens():
     assert not torch.equal(a["tokens"], c["tokens"])  # the seed matters
 
 
+@pytest.mark.parametrize("n_embd,n_head", [(32, 4), (64, 2)])
+def test_decode_is_the_trunk_bit_for_bit(n_embd, n_head):
+    """The sampler's lean one-token step (TinyGPT.decode) computes the same bits as the modules' forward pass
+    through the KV cache, token after token, and fills the cache with the same keys and values."""
+    torch.manual_seed(0)
+    from rltutor.models.gpt import GPTConfig, TinyGPT
+
+    m = TinyGPT(GPTConfig(vocab_size=len(VOCAB), block_size=20, n_layer=2, n_head=n_head, n_embd=n_embd)).eval()
+    p = _prompts(8)
+    a, b = m.new_cache(8, 20), m.new_cache(8, 20)
+    with torch.no_grad():
+        m.trunk(p, a), m.trunk(p, b)  # the same prefill for both
+        tok = p[:, -1]
+        params = m.decode_params()
+        for _ in range(10):
+            ours = m.decode(tok, a, params)
+            ref = m.trunk(tok[:, None], b)[:, 0]
+            assert torch.equal(ours, ref)
+            tok = m.lm_head(ours).argmax(-1)
+        assert a.pos == b.pos == p.shape[1] + 10
+        assert torch.equal(a.k[:, :, :, : a.pos], b.k[:, :, :, : b.pos])
+        assert torch.equal(a.v[:, :, :, : a.pos], b.v[:, :, :, : b.pos])
+        with pytest.raises(ValueError, match="exceeds block_size=20"):
+            for _ in range(10):
+                m.decode(tok, a)
+
+
+def test_sample_returns_ordinary_tensors_that_autograd_accepts():
+    """The sampler runs in inference mode; what it returns must still be usable in a loss (inference tensors
+    cannot be saved for backward)."""
+    m = make_model(len(VOCAB), 16, n_embd=32, device="cpu")
+    prompts = _prompts()
+    out = sample(m, prompts, 6, 1.0, torch.Generator().manual_seed(0))
+    assert not any(v.is_inference() for v in out.values())
+    logp, _, _ = token_logprobs(m, out["tokens"], prompts.shape[1])
+    loss = -(torch.exp(logp - out["logp"]) * out["mask"]).sum()  # uses the sampler's logp and mask
+    loss.backward()
+    assert m.wte.weight.grad is not None
+
+
 def test_exponential_race_is_multinomials_draw():
     """The sampler's argmax p / E, E ~ Exp(1), draws what torch.multinomial(p, 1) draws from the same seed."""
     p = torch.softmax(torch.randn(256, len(VOCAB), generator=torch.Generator().manual_seed(0)) * 2, -1)

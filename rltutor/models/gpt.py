@@ -189,6 +189,60 @@ class TinyGPT(nn.Module):
             cache.pos += T
         return self.ln_f(x)
 
+    def decode_params(self) -> list[tuple]:
+        """Each block's weights for :meth:`decode`, looked up once per sampling call rather than at every token
+        (a module attribute costs about a microsecond, and a step reads 16 per block). The tensors are the
+        parameters themselves, so the list stays valid while an optimizer updates them in place."""
+        return [
+            (
+                b.ln_1.weight,
+                b.ln_1.bias,
+                b.ln_1.eps,
+                b.attn.c_attn.weight,
+                b.attn.c_attn.bias,
+                b.attn.c_proj.weight,
+                b.attn.c_proj.bias,
+                b.ln_2.weight,
+                b.ln_2.bias,
+                b.ln_2.eps,
+                b.mlp.c_fc.weight,
+                b.mlp.c_fc.bias,
+                b.mlp.c_proj.weight,
+                b.mlp.c_proj.bias,
+            )  # fmt: skip
+            for b in self.blocks
+        ]
+
+    def decode(self, idx: torch.Tensor, cache: KVCache, params: list[tuple] | None = None) -> torch.Tensor:
+        """Hidden states ``(B, n_embd)`` after the final LayerNorm for one new token per row, ``idx`` (B,), at
+        position ``cache.pos``; ``params``: :meth:`decode_params` (looked up here when not given).
+
+        The sampler's inner loop. It computes exactly what ``trunk(idx[:, None], cache)[:, 0]`` computes, with
+        the same kernels in the same order (so the same bits: ``tests/test_lm.py`` checks), but on ``(B, C)``
+        rows, without the modules' calls, the ``(B, T, ...)`` views and the attention mask that a one-token
+        step does not need: fewer operator calls and less Python per token, which at this size is the cost.
+        """
+        p = cache.pos
+        if p + 1 > self.config.block_size:
+            raise ValueError(
+                f"sequence of {p + 1} tokens exceeds block_size={self.config.block_size}; "
+                "shorten the prompt/completion or build the model with a larger block_size"
+            )
+        B, C, nh = idx.shape[0], self.config.n_embd, self.config.n_head
+        x = self.wte(idx) + self.wpe.weight[p]  # (B, C): token + position embedding
+        for i, (g1, b1, e1, w_qkv, b_qkv, w_o, b_o, g2, b2, e2, w_fc, b_fc, w_p, b_p) in enumerate(
+            params or self.decode_params()
+        ):
+            qkv = F.linear(F.layer_norm(x, (C,), g1, b1, e1), w_qkv, b_qkv).view(B, 3, nh, 1, C // nh)
+            k, v = cache.k[i], cache.v[i]  # (B, nh, max_len, hs)
+            k[:, :, p : p + 1] = qkv[:, 1]  # this token's key and value, written in place
+            v[:, :, p : p + 1] = qkv[:, 2]
+            y = F.scaled_dot_product_attention(qkv[:, 0], k[:, :, : p + 1], v[:, :, : p + 1])  # (B, nh, 1, hs)
+            x = x + F.linear(y.reshape(B, C), w_o, b_o)  # the heads side by side, projected
+            x = x + F.linear(F.gelu(F.linear(F.layer_norm(x, (C,), g2, b2, e2), w_fc, b_fc)), w_p, b_p)  # MLP
+        cache.pos += 1
+        return F.layer_norm(x, (C,), self.ln_f.weight, self.ln_f.bias, self.ln_f.eps)
+
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None):
         h = self.trunk(idx, cache)  # (B, T, C)
         logits = self.lm_head(h)  # (B, T, V)
