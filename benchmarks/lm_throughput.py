@@ -19,6 +19,7 @@ CPU, ``floor`` is the tokens/s of the step's matrix products and attention alone
     python benchmarks/lm_throughput.py                 # T = 16 and 64, 8 steps each after 2 warm-up
     python benchmarks/lm_throughput.py --lengths 16 --steps 4 --no-trl
     python benchmarks/lm_throughput.py --lengths 64 --trl-variants   # TRL alone, under each speed option
+    python benchmarks/lm_throughput.py --baseline-sampler /tmp/old_lm_policy.py  # the sampler against an old one
 
 Prints a markdown table and, with ``--out``, writes it as CSV.
 """
@@ -169,6 +170,47 @@ def floor_summary(times: list) -> dict:
         "floor_sampling_s": med(t[0] for t in times),
         "floor_update_s": med(t[1] for t in times),
         "floor_step_s": med(t[0] + t[1] for t in times),
+    }
+
+
+def sampler_against_baseline(T: int, steps: int, device, baseline: str) -> dict:
+    """Sampling seconds of rltutor's sampler and of another version of it (``baseline``: the path of an older
+    ``rltutor/models/lm_policy.py``, e.g. from ``git show OLD:rltutor/models/lm_policy.py > /tmp/old.py``),
+    on the same model and prompts, alternating call by call with the floor's sampling arithmetic; medians.
+    Both must draw the same tokens (checked), so the comparison is of speed alone."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("baseline_lm_policy", baseline)
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    model = _rltutor_model(T, device)
+    prompts = AdditionTask().sample_prompts(N_PROMPTS * G, torch.Generator().manual_seed(0)).to(device)
+    floor = make_floor(T)
+    runs = {
+        "current": lambda s: sample(model, prompts, T, 1.0, torch.Generator().manual_seed(s), True, stop_early=False),
+        "baseline": lambda s: old.sample(
+            model, prompts, T, 1.0, torch.Generator().manual_seed(s), True, stop_early=False
+        ),
+    }
+    a, b = (f(0) for f in runs.values())
+    if not all(torch.equal(a[k], b[k]) for k in a):
+        raise ValueError(f"{baseline} samples other tokens or log-probs than the current sampler")
+    times = {"current": [], "baseline": [], "floor": []}
+    for s in range(steps + 1):  # the first round is warm-up
+        for name, f in runs.items():
+            t0 = time.perf_counter()
+            f(s)
+            times[name].append(time.perf_counter() - t0)
+        times["floor"].append(floor()[0])
+    med = {k: statistics.median(v[1:]) for k, v in times.items()}
+    return {
+        "T": T,
+        "sample_s_current": med["current"],
+        "sample_s_baseline": med["baseline"],
+        "floor_sampling_s": med["floor"],
+        "speedup": med["baseline"] / med["current"],
+        "current_of_floor": med["floor"] / med["current"],
+        "baseline_of_floor": med["floor"] / med["baseline"],
     }
 
 
@@ -353,6 +395,12 @@ def main(argv=None):
         help="torch.compile rltutor's transformer blocks (compile time falls in the warm-up)",
     )
     ap.add_argument(
+        "--baseline-sampler",
+        default=None,
+        metavar="PATH",
+        help="instead: time the sampler against an older lm_policy.py (a file), alternating, with the floor",
+    )
+    ap.add_argument(
         "--trl-variants",
         action="store_true",
         help="instead: time TRL alone under each of TRL_VARIANTS, to find its fastest set-up",
@@ -363,6 +411,19 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     if args.trl_variants:
         return trl_variants(args)
+    if args.baseline_sampler:
+        rows = [sampler_against_baseline(T, args.steps, device, args.baseline_sampler) for T in args.lengths]
+        print(machine_info(), f"threads: {torch.get_num_threads()}")
+        print("\n| T | sampling s, baseline | sampling s, current | speed-up | baseline / floor | current / floor |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['T']} | {r['sample_s_baseline']:.4f} | {r['sample_s_current']:.4f} | {r['speedup']:.2f} | "
+                f"{r['baseline_of_floor']:.2f} | {r['current_of_floor']:.2f} |"
+            )
+        if args.out:
+            _write_csv(rows, args.out)
+        return rows
     rows = []
     for T in args.lengths:
         row = {"T": T}

@@ -46,3 +46,21 @@ def test_unknown_trl_variant_is_refused_before_anything_runs():
     lm = _load("lm_throughput")
     with pytest.raises(ValueError, match="unknown TRL variant 'fast'"):
         lm.bench_trl_step(4, 1, variant="fast")
+
+
+def test_sampler_against_baseline_runs_and_refuses_a_baseline_that_samples_otherwise(tmp_path):
+    lm = _load("lm_throughput")
+    same = ROOT / "rltutor" / "models" / "lm_policy.py"
+    (row,) = lm.main(["--lengths", "4", "--steps", "1", "--threads", "1", "--baseline-sampler", str(same)])
+    assert row["sample_s_current"] > 0 and row["speedup"] == pytest.approx(
+        row["sample_s_baseline"] / row["sample_s_current"]
+    )
+    other = tmp_path / "other.py"
+    other.write_text(
+        "import torch\nfrom rltutor.models.lm_policy import sample as _sample\n\n\n"
+        "def sample(model, prompts, T, tau, generator, use_cache, stop_early):\n"
+        "    g = torch.Generator().manual_seed(99)  # not the caller's seed\n"
+        "    return _sample(model, prompts, T, tau, g, use_cache, stop_early=stop_early)\n"
+    )
+    with pytest.raises(ValueError, match="samples other tokens"):
+        lm.main(["--lengths", "4", "--steps", "1", "--threads", "1", "--baseline-sampler", str(other)])
