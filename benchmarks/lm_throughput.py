@@ -96,7 +96,7 @@ def bench_train_forward_backward(T: int, steps: int, device, compiled: bool = Fa
     return N_PROMPTS * G * T / statistics.median(times[1:])
 
 
-def make_floor(T: int, P: int = 6):
+def make_floor(T: int, P: int = 6, shared: bool = False):
     """Seconds that the unavoidable arithmetic of one step takes with PyTorch's own fp32 kernels here.
 
     One GRPO step of this size cannot skip: the matrix products of sampling (a prefill of the P prompt
@@ -108,6 +108,11 @@ def make_floor(T: int, P: int = 6):
     fastest of several repetitions is a lower bound on any step that does this fp32 arithmetic with
     these kernels on this machine; TRL's step divided by it caps the attainable ratio.
 
+    Each layer has its own weights and its own keys and values, as in the model. (``shared=True`` is the
+    first version of this floor: one set of weights for every layer and the keys standing in for the values
+    too, so a decode step reads half the bytes the model's must read, and its products run from the CPU's
+    caches more often than the model's can: a floor that is too fast. It is kept to show the difference.)
+
     Returns a function that runs this arithmetic once and returns ``(sampling_s, update_s)``;
     :func:`floor_summary` takes the median of several repetitions (the statistic the trainers get too).
     """
@@ -116,16 +121,18 @@ def make_floor(T: int, P: int = 6):
     B, C, V = N_PROMPTS * G, WIDTH["n_embd"], len(VOCAB)
     nh, hs = WIDTH["n_head"], C // WIDTH["n_head"]
     shapes = [(C, 3 * C), (C, C), (C, 4 * C), (4 * C, C)]  # (in, out) of each block's linear layers
-    W = {(i, o): (torch.randn(i, o), torch.randn(o)) for i, o in shapes + [(C, V)]}
+    n_weights = 1 if shared else WIDTH["n_layer"]
+    Ws = [{(i, o): (torch.randn(i, o), torch.randn(o)) for i, o in shapes + [(C, V)]} for _ in range(n_weights)]
+    W = Ws[0]
 
     L = P + T - 1  # the update's sequence length
     inputs = {M: {i: torch.randn(M, i) for i, _ in W} for M in (B, B * P, B * L)}  # made before timing
 
     def linears(M, backward):
         xs = inputs[M]
-        for _ in range(WIDTH["n_layer"]):
+        for layer in range(WIDTH["n_layer"]):
             for i, o in shapes:
-                w, b = W[(i, o)]
+                w, b = Ws[layer % n_weights][(i, o)]
                 y = torch.addmm(b, xs[i], w)
                 if backward:  # grad of the input, grad of the weight
                     torch.mm(y, w.t())
@@ -137,6 +144,7 @@ def make_floor(T: int, P: int = 6):
             torch.mm(xs[C].t(), y)
 
     kv = torch.randn(B, nh, P + T, hs)
+    caches = [(kv, kv)] if shared else [(torch.randn_like(kv), torch.randn_like(kv)) for _ in range(WIDTH["n_layer"])]
     q1 = torch.randn(B, nh, 1, hs)
     qkv = [torch.randn(B, nh, L, hs, requires_grad=True) for _ in range(3)]
 
@@ -144,8 +152,9 @@ def make_floor(T: int, P: int = 6):
         linears(B * P, backward=False)  # prefill
         for t in range(1, T):  # each decode step: one token per row, attending to P + t positions
             linears(B, backward=False)
-            for _ in range(WIDTH["n_layer"]):
-                F.scaled_dot_product_attention(q1, kv[:, :, : P + t], kv[:, :, : P + t])
+            for layer in range(WIDTH["n_layer"]):
+                k, v = caches[layer % len(caches)]
+                F.scaled_dot_product_attention(q1, k[:, :, : P + t], v[:, :, : P + t])
 
     def update():
         linears(B * L, backward=True)
@@ -435,15 +444,19 @@ def main(argv=None):
         # rltutor step, and with TRL the two trainers alternate too (one TRL step, one rltutor step, one
         # floor), so that all three see the same machine load. Every statistic is a median over steps.
         floor = make_floor(T) if device.type == "cpu" else None
-        trainer, rl_times, rl_sample, floor_times = _rltutor_trainer(T, device, args.compile), [], [], []
+        shared_floor = make_floor(T, shared=True) if device.type == "cpu" else None
+        trainer, rl_times, rl_sample = _rltutor_trainer(T, device, args.compile), [], []
+        floor_times, shared_times = [], []
 
-        def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample, floor=floor, floor_times=floor_times):
+        def rl_step(trainer=trainer, rl_times=rl_times, rl_sample=rl_sample, floors=(floor, shared_floor),
+                    times=(floor_times, shared_times)):  # fmt: skip
             t0 = time.perf_counter()
             out = trainer.step()
             rl_times.append(time.perf_counter() - t0)
             rl_sample.append(out["sample_time"])
-            if floor is not None:
-                floor_times.append(floor())
+            for f, ts in zip(floors, times, strict=True):
+                if f is not None:
+                    ts.append(f())
 
         if args.no_trl:
             for _ in range(args.steps + 2):
@@ -461,6 +474,7 @@ def main(argv=None):
         if floor is not None:
             row.update(floor_summary(floor_times[2:]))
             row["floor_step"] = N_PROMPTS * G * T / row["floor_step_s"]
+            row["floor_step_shared"] = N_PROMPTS * G * T / floor_summary(shared_times[2:])["floor_step_s"]
             row["of_floor"] = row["floor_step_s"] / step_s  # rltutor's tokens/s as a share of the floor's
             row["sampling_of_floor"] = row["floor_sampling_s"] / sample_s  # the sampler against its floor
             row["update_of_floor"] = row["floor_update_s"] / update_s  # the rest of the step against its floor
@@ -481,6 +495,7 @@ def main(argv=None):
             "rollout_no_cache",
             "train_fwd_bwd",
             "floor_step",
+            "floor_step_shared",
             "rltutor_step",
             "of_floor",
             "sampling_of_floor",

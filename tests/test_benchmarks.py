@@ -24,7 +24,14 @@ def test_lm_throughput_runs_without_trl(tmp_path):
 
     row = pd.read_csv(out).iloc[0]
     assert row["T"] == 4
-    for col in ("rollout_cache", "rollout_no_cache", "train_fwd_bwd", "rltutor_step", "floor_step"):
+    for col in (
+        "rollout_cache",
+        "rollout_no_cache",
+        "train_fwd_bwd",
+        "rltutor_step",
+        "floor_step",
+        "floor_step_shared",
+    ):
         assert row[col] > 0, col
     assert row["floor_step"] == pytest.approx(64 * 4 / row["floor_step_s"])
     # the shares of the floor are ratios of medians: the whole step's share is rltutor's tokens/s over the floor's
