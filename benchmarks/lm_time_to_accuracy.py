@@ -40,8 +40,9 @@ The set-up, identical on both sides unless said otherwise:
 * **Order.** Per task, the systems alternate seed by seed (rltutor seed 0, TRL seed 0, rltutor
   seed 1, ...), so a change in machine load hits both alike.
 
-    python benchmarks/lm_time_to_accuracy.py --out benchmarks/data/lm_time_to_accuracy.csv
+    python benchmarks/lm_time_to_accuracy.py --out benchmarks/data/lm_time_to_accuracy.csv  # 5 seeds, both tasks
     python benchmarks/lm_time_to_accuracy.py --tasks addition --seeds 0 --no-trl
+    python benchmarks/lm_time_to_accuracy.py --table-from benchmarks/data/lm_time_to_accuracy.csv
 
 Prints a markdown table (medians and ranges over seeds) and, with ``--out``, writes one CSV row per run.
 """
@@ -543,7 +544,7 @@ def versions() -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--no-trl", action="store_true", help="rltutor only (e.g. when TRL is not installed)")
     ap.add_argument("--target", type=float, default=None, help="one target greedy accuracy for every task")
     ap.add_argument("--eval-every", type=int, default=5, help="evaluate greedy accuracy every k steps")

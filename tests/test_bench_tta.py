@@ -45,6 +45,7 @@ def test_tokenizer_uses_rltutor_ids():
     assert (tok.pad_token_id, tok.eos_token_id, len(tok)) == (0, 1, 14)
 
 
+@pytest.mark.slow  # two fresh interpreters importing torch (and TRL): about 15-20 s on a shared 2-core machine
 def test_tiny_run_of_both_sides_writes_csv_and_table(tmp_path, capsys):
     tta = _load()
     out, curves = tmp_path / "tta.csv", tmp_path / "curves.csv"
