@@ -321,8 +321,19 @@ def seed_runs(
         frames = [_run_job(j) for j in jobs]
     else:
         with ProcessPoolExecutor(workers) as pool:
-            frames = list(pool.map(_run_job, jobs))
+            frames = list(pool.map(_run_job, jobs, chunksize=_chunk(arms, len(seeds), workers)))
     return pd.concat(frames, ignore_index=True)
+
+
+def _chunk(arms: list[Arm], n_seeds: int, workers: int) -> int:
+    """How many consecutive jobs a worker takes at once: the arms of a seed that share a warm start, so the
+    worker computes it once and copies it from its cache (:func:`rltutor.build.warm_start`); halved and
+    rounded up where whole groups would leave a worker idle at the end. The records do not depend on it."""
+    key = [(a.task, tuple(sorted(a.task_options.items())), a.overrides.get("sft_steps")) for a in arms]
+    group = min(key.count(k) for k in key)
+    if (n_seeds * len(arms) // group) % workers:
+        group = -(-group // workers)
+    return max(1, group)
 
 
 # ----------------------------------------------------------------------------------------------

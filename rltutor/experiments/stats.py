@@ -18,7 +18,7 @@ import pandas as pd
 
 from rltutor.utils import t_quantile
 
-__all__ = ["contrast", "verdict", "verdict_row"]
+__all__ = ["contrast", "verdict", "verdict_row", "describe"]
 
 VERDICTS = ("confirmed", "refuted", "not visible")
 
@@ -62,3 +62,19 @@ def verdict_row(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> 
         "seeds": "/".join(str(len(x)) for _, x in arms),
         "verdict": verdict(est, half),
     }
+
+
+def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
+    """Each row of a verdict table as a sentence: the contrast, its estimate and interval, and the verdict;
+    where the interval holds 0, the smallest effect the runs could have detected (its half-width)."""
+    out = []
+    for r in table.itertuples():
+        half = (r.ci_high - r.ci_low) / 2
+        line = (
+            f"{r.contrast} ({r.metric}): {r.estimate:+.{digits}f}, 95% interval "
+            f"[{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}] over {r.seeds} seeds: {r.verdict}"
+        )
+        if r.verdict == "not visible":
+            line += f"; an effect smaller than about {half:.{digits}f} could not have been seen"
+        out.append(line)
+    return out
