@@ -44,7 +44,10 @@ the family's 17, about one false call is expected by chance.
 * 07 (:func:`horizon_verdicts`; the sequence task at L = 4 and L = 16). PPO - GRPO, end reward, at each L;
   the chapter's claim, "PPO pulls ahead as completions grow", is the interaction (PPO - GRPO at 16) -
   (PPO - GRPO at 4): confirmed above 0, refuted below 0. L = 32 and 64 and 300 updates are the full scale
-  (a GPU).
+  (a GPU). Follow-up, stated after the L = 16 runs (every contrast not visible) and before its own: the
+  same tests with L = 32 in place of 16 (``--lengths 4 32``, the L = 4 runs read back from their files,
+  stored as ``horizon_long``), the longest completions a CPU affords: PPO - GRPO at L = 32, and
+  (PPO - GRPO at 32) - (PPO - GRPO at 4).
 * 08 (:func:`length_bias_verdicts`; addition with 16 completion tokens of room, a short warm start, lr
   1e-3). (a) GRPO - Dr.GRPO, end length of wrong answers (tokens): confirmed, GRPO's wrong answers are
   longer (Dr.GRPO removes a length bias GRPO has); refuted, Dr.GRPO's are. (b) GRPO's wrong-answer length,
