@@ -47,7 +47,9 @@ the family's 17, about one false call is expected by chance.
   (a GPU). Follow-up, stated after the L = 16 runs (every contrast not visible) and before its own: the
   same tests with L = 32 in place of 16 (``--lengths 4 32``, the L = 4 runs read back from their files,
   stored as ``horizon_long``), the longest completions a CPU affords: PPO - GRPO at L = 32, and
-  (PPO - GRPO at 32) - (PPO - GRPO at 4).
+  (PPO - GRPO at 32) - (PPO - GRPO at 4). Replication, stated after the follow-up confirmed both and before its
+  own runs: the follow-up's tests on six fresh seeds, 6-11 (stored as ``horizon_long_rep``), because a
+  test chosen after seeing a first result needs new data to count as much as a pre-stated one.
 * 08 (:func:`length_bias_verdicts`; addition with 16 completion tokens of room, a short warm start, lr
   1e-3). (a) GRPO - Dr.GRPO, end length of wrong answers (tokens): confirmed, GRPO's wrong answers are
   longer (Dr.GRPO removes a length bias GRPO has); refuted, Dr.GRPO's are. (b) GRPO's wrong-answer length,
