@@ -182,8 +182,8 @@ def test_length_bias_and_clip_higher_verdicts():
 # ---------------------------------------------------------------------------------------------- stored data
 
 
-STORED = {name: name for name in lm.EXPERIMENTS} | {"horizon_long": "horizon"}
-"""stored file -> the experiment that made it (horizon_long: chapter 07's follow-up at L = 32)"""
+STORED = {name: name for name in lm.EXPERIMENTS} | {"horizon_long": "horizon", "horizon_long_rep": "horizon"}
+"""stored file -> its experiment (horizon_long, horizon_long_rep: chapter 07's follow-up at L = 32, replicated)"""
 
 
 @pytest.mark.parametrize("name", STORED)
@@ -206,7 +206,7 @@ def test_describe_states_the_verdict_and_the_detectable_effect():
     table = pd.DataFrame(
         [
             verdict_row("a - b", "reward", [(1, pd.Series([0.1, -0.1, 0.05]))]),
-            verdict_row("c", "m", [(1, pd.Series([1.0, 1.2]))]),
+            verdict_row("c", "m", [(1, pd.Series([1.0, 1.1, 1.2]))]),
         ]
     )
     first, second = describe(table)
