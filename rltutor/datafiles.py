@@ -13,8 +13,9 @@ What is there (:func:`names` lists it), each made by the command stored in or be
 * ``horizon/explorer.json``: the static explorer's grid (chapter 04;
   ``python -m rltutor.experiments.explorer_data``);
 * ``horizon/sweep/``: the GRPO-vs-PPO sweep (chapter 05; ``python -m rltutor.experiments.sweep``);
-* ``lm_horizon_quick_3seeds.csv``: the language-model horizon runs (chapter 07;
-  ``python -m rltutor.experiments.lm horizon``);
+* ``lm/*.csv`` with their ``.cmd`` files: the language-model labs over seeds, one file per chapter
+  (``short_task``, ``horizon``, ``length_bias``, ``clip_higher``, ``family``: chapters 06-10, one row per
+  update and run; ``python -m rltutor.experiments.lm``);
 * ``agents/*.csv`` with their ``.cmd`` files: the agent's hack curves and guard comparisons, and the
   compaction lab (``compaction_headline``, ``compaction_other``, ``compaction_decoy``: learning curves
   per sub-advantage mode and context budget; ``compaction_snr``: gradient SNR per mode and budget)

@@ -73,7 +73,7 @@ def test_stored_data_files_are_found_by_name():
     from rltutor import datafiles
 
     names = datafiles.names()
-    for name in ("horizon/explorer.json", "horizon/sweep/finals.csv", "lm_horizon_quick_3seeds.csv"):
+    for name in ("horizon/explorer.json", "horizon/sweep/finals.csv", "lm/horizon.csv", "lm/horizon.cmd"):
         assert name in names
         assert datafiles.path(name).is_file()
     assert any(n.startswith("agents/") and n.endswith(".cmd") for n in names)

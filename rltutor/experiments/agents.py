@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import os
 import shlex
 import sys
@@ -70,8 +69,9 @@ import pandas as pd
 import torch
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
+from rltutor.experiments.stats import contrast
+from rltutor.experiments.stats import verdict as verdict_of
 from rltutor.train import Trainer
-from rltutor.utils import t_quantile
 
 __all__ = [
     "SUB_ADVANTAGE_RUNS",
@@ -251,18 +251,6 @@ def compaction_curves(
     return _run_all(_run_compaction, jobs, workers)
 
 
-def _contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:
-    """A linear contrast sum_i w_i mean(x_i) of independent arms: its estimate and the half-width of its 95%
-    confidence interval (Welch-Satterthwaite degrees of freedom)."""
-    est = sum(w * x.mean() for w, x in arms)
-    terms = [w * w * x.var(ddof=1) / len(x) for w, x in arms]
-    se2 = sum(terms)
-    if se2 == 0:
-        return float(est), 0.0
-    df = se2 * se2 / sum(t * t / (len(x) - 1) for t, (_, x) in zip(terms, arms, strict=True) if t > 0)
-    return float(est), float(t_quantile(max(2, round(df) + 1)) * math.sqrt(se2))
-
-
 def compaction_verdicts(
     df: pd.DataFrame, metric: str = "episode_return", last: int = 5, tight: int = 256, loose: int = 4096
 ) -> pd.DataFrame:
@@ -297,8 +285,8 @@ def compaction_verdicts(
             )
     out = []
     for name, arms in rows:
-        est, half = _contrast(arms)
-        verdict = "confirmed" if est - half > 0 else "refuted" if est + half < 0 else "not visible"
+        est, half = contrast(arms)
+        verdict = verdict_of(est, half)
         seeds = "/".join(str(len(x)) for _, x in arms)
         out.append(
             {

@@ -14,23 +14,87 @@ returns pandas DataFrames (plain records); plotting never re-runs training.
    during training.
 4. :func:`clip_higher` -- entropy under symmetric clipping (0.2, 0.2) and DAPO's clip-higher (0.2, 0.28).
 5. :func:`family` -- GRPO, Dr.GRPO, DAPO, GSPO, GMPO, CISPO, RLOO, REINFORCE++ and PPO side by side.
+
+Each function runs one seed in this process (a notebook's quick rerun). :func:`seed_runs` runs every
+(arm, seed) of an experiment over a process pool, one thread per worker, and stores each run in its own
+file as it ends, so an interrupted batch resumes and a stored run is read back, not rerun; the command
+line writes the stored records of chapters 06-10 (``rltutor/data/lm/NAME.csv``, the columns of
+:data:`COLUMNS`, one row per update) and ``NAME.cmd`` beside them::
+
+    python -m rltutor.experiments.lm short_task --scale quick --updates 100 --seeds 0 1 2 3 4 5 \
+        --out rltutor/data/lm/short_task.csv
+
+Pre-stated tests (written and committed before the stored runs; the ``*_verdicts`` functions compute them
+from the stored CSV). The scale that decides them (a 2-core CPU): the quick model (n_embd 64, 8 prompts x 8
+completions per update) with more updates than the quick rerun, 100 per run (60 for the family), and 6
+seeds per arm (5 for the family's 9 arms). Every arm of a seed starts from the same warm start, so a
+contrast is taken per seed (paired) and a 95% t interval over the seeds
+(:func:`rltutor.experiments.stats.verdict`): above 0, *confirmed*; below 0, *refuted*; holding 0, *not
+visible at this scale*, and then the half-width is the smallest effect the runs could have detected (one
+of about 1.4 half-widths would be detected four times in five). Per run, a metric's *end* is its mean over
+the last 20 updates, its *start* its mean over the first 5 (10 for the length of wrong answers, which a
+few updates may lack). The intervals are per contrast, not corrected for the number of contrasts: among
+the family's 17, about one false call is expected by chance.
+
+* 06 (:func:`short_task_verdicts`; addition, operands up to 19). (a) PPO (value head) - GRPO, end reward:
+  confirmed, the critic wins on a short task; refuted, GRPO does; the design notes expect a tie (not
+  visible). (b) The same for PPO with a separate critic. (c) What the critic costs: wall-clock seconds
+  per update (the whole run's), PPO (separate critic) - GRPO and PPO (value head) - GRPO: confirmed, the
+  critic costs time; its parameters and training state are counted exactly, not tested.
+* 07 (:func:`horizon_verdicts`; the sequence task at L = 4 and L = 16). PPO - GRPO, end reward, at each L;
+  the chapter's claim, "PPO pulls ahead as completions grow", is the interaction (PPO - GRPO at 16) -
+  (PPO - GRPO at 4): confirmed above 0, refuted below 0. L = 32 and 64 and 300 updates are the full scale
+  (a GPU). Follow-up, stated after the L = 16 runs (every contrast not visible) and before its own: the
+  same tests with L = 32 in place of 16 (``--lengths 4 32``, the L = 4 runs read back from their files,
+  stored as ``horizon_long``), the longest completions a CPU affords: PPO - GRPO at L = 32, and
+  (PPO - GRPO at 32) - (PPO - GRPO at 4). Replication, stated after the follow-up confirmed both and before its
+  own runs: the follow-up's tests on six fresh seeds, 6-11 (stored as ``horizon_long_rep``), because a
+  test chosen after seeing a first result needs new data to count as much as a pre-stated one.
+* 08 (:func:`length_bias_verdicts`; addition with 16 completion tokens of room, a short warm start, lr
+  1e-3). (a) GRPO - Dr.GRPO, end length of wrong answers (tokens): confirmed, GRPO's wrong answers are
+  longer (Dr.GRPO removes a length bias GRPO has); refuted, Dr.GRPO's are. (b) GRPO's wrong-answer length,
+  end - start: confirmed, they grow during training. (c) The same for Dr.GRPO. (d) Dr.GRPO - GRPO, end
+  reward: what removing the bias gains (confirmed) or costs (refuted).
+* 09 (:func:`clip_higher_verdicts`; GRPO with token-mean, 4 epochs per batch, lr 1e-4). (a) eps_high
+  0.28 - 0.2, end entropy of the sampler (nats per token): confirmed, clip-higher holds the entropy up.
+  (b) Under eps_high = 0.2, entropy start - end: confirmed, the entropy does fall (there is a collapse to
+  hold off). (c) eps_high 0.28 - 0.2, end reward: refuted, clip-higher costs reward; confirmed, it gains.
+* 10 (:func:`family_verdicts`; every preset of :data:`rltutor.config.LM_ALGOS` on addition). (a) Per
+  preset, reward end - start: confirmed, it learns from its warm start; refuted, it gets worse. (b) Per
+  preset other than GRPO, its end reward - GRPO's: how they compare (confirmed: above GRPO).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
 
 from rltutor.build import warm_start
 from rltutor.config import LM_ALGOS, LM_SCALES, lm_settings, make_config
+from rltutor.experiments.stats import verdict_row
 from rltutor.models.lm_policy import CRITICS, LMPolicy, critic_cost
 from rltutor.rollout.tokens import LMCollector
 from rltutor.train import Trainer
-from rltutor.utils import get_device, resolve_scale
+from rltutor.utils import check_choice, get_device, resolve_scale
 
 __all__ = [
+    "EXPERIMENTS",
+    "Arm",
+    "experiment_arms",
+    "seed_runs",
+    "short_task_verdicts",
+    "horizon_verdicts",
+    "length_bias_verdicts",
+    "clip_higher_verdicts",
+    "family_verdicts",
     "lm_config",
     "run_lm",
     "short_task",
@@ -126,27 +190,295 @@ def _summary(curves: pd.DataFrame, last: int = 10) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def short_task(scale: str | None = None, seed: int = 0):
+# ----------------------------------------------------------------------------------------------
+# The arms of each experiment, and the multi-seed runner over a process pool.
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One setting of an experiment: its label (the ``algo`` column of the records), the preset, the task
+    and its options, the settings it overrides, and extra columns for its records (``{"L": 32}``)."""
+
+    label: str
+    algo: str
+    task: str = "addition"
+    task_options: dict = field(default_factory=dict)
+    overrides: dict = field(default_factory=dict)
+    tags: dict = field(default_factory=dict)
+
+    def config(self, scale: str, seed: int):
+        return lm_config(self.algo, self.task, scale, seed, task_options=self.task_options, **self.overrides)
+
+
+EXPERIMENTS = ("short_task", "horizon", "length_bias", "clip_higher", "family")
+"""The experiments of chapters 06-10, by name (:func:`experiment_arms`, :func:`seed_runs`, the CLI)."""
+
+COLUMNS = {
+    "short_task": ("reward", "explained_variance", "time_s"),
+    "horizon": ("reward", "explained_variance", "time_s"),
+    "length_bias": ("reward", "wrong_length", "response_length"),
+    "clip_higher": ("reward", "entropy", "clip_frac"),
+    "family": ("reward", "entropy", "clip_frac", "time_s"),
+}
+"""The per-update columns :func:`seed_runs` stores for each experiment (besides algo, seed, update, tags)."""
+
+
+def experiment_arms(name: str, scale: str | None = None, **options) -> tuple[list[Arm], int]:
+    """The arms of experiment ``name`` at this scale and its default number of updates per run.
+
+    ``options``: ``lengths`` (horizon), ``clip_highs`` (clip_higher), ``algos`` (family)."""
+    check_choice("LM experiment", name, EXPERIMENTS)
+    sc = resolve_scale(scale)
+    add19 = dict(max_operand=19)
+    if name == "short_task":
+        opts = add19 if sc == "quick" else dict(max_operand=49)
+        arms = [
+            Arm("GRPO", "grpo", task_options=opts),
+            Arm("PPO (value head)", "ppo", task_options=opts, overrides=dict(critic_kind="head")),
+            Arm("PPO (separate critic)", "ppo", task_options=opts, overrides=dict(critic_kind="separate")),
+        ]
+        return arms, LM_SCALES[sc]["steps"]
+    if name == "horizon":
+        lengths = options.get("lengths") or ([4, 32] if sc == "quick" else [4, 16, 32, 64])
+        sft = dict(sft_steps={"quick": 60, "full": 120}[sc])
+        arms = [
+            Arm(label, a, "sequence", dict(L=L), sft, dict(L=L))
+            for L in lengths
+            for a, label in (("grpo", "GRPO"), ("ppo", "PPO"))
+        ]
+        return arms, {"quick": 30, "full": 300}[sc]
+    if name == "length_bias":
+        opts = dict(max_operand=19, max_new_tokens=16)
+        ov = dict(sft_steps={"quick": 60, "full": 100}[sc], lr=1e-3)
+        arms = [
+            Arm(label, a, task_options=opts, overrides=ov) for a, label in (("grpo", "GRPO"), ("dr_grpo", "Dr.GRPO"))
+        ]
+        return arms, {"quick": 40, "full": 300}[sc]
+    if name == "clip_higher":
+        arms = [
+            Arm(
+                f"eps_high={ch}",
+                "grpo",
+                task_options=add19,
+                overrides=dict(clip_high=ch, epochs=4, lr=1e-4, agg="token-mean"),
+            )
+            for ch in options.get("clip_highs") or (0.2, 0.28)
+        ]
+        return arms, {"quick": 40, "full": 300}[sc]
+    arms = [Arm(a, a, task_options=add19) for a in (options.get("algos") or LM_ALGOS)]
+    return arms, {"quick": 25, "full": 300}[sc]
+
+
+def _run_arms(name: str, scale, seed: int, steps: int | None, **options) -> pd.DataFrame:
+    """Every arm of ``name`` for one seed, in this process: the full per-update records (run_lm's)."""
+    sc = resolve_scale(scale)
+    arms, default_steps = experiment_arms(name, sc, **options)
+    frames = [run_lm(arm.config(sc, seed), steps or default_steps, arm.label).assign(**arm.tags) for arm in arms]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _run_file(run_dir: str, name: str, scale: str, arm: Arm, seed: int, steps: int) -> str:
+    slug = re.sub(r"[^A-Za-z0-9.=]+", "_", arm.label).strip("_")
+    tags = "".join(f"-{k}{v}" for k, v in arm.tags.items())
+    return os.path.join(run_dir, f"{name}-{scale}-{slug}{tags}-s{seed}-u{steps}.csv")
+
+
+def _run_job(job: tuple) -> pd.DataFrame:
+    """One run of a pool: read back if its file exists, else train and store it (whole or not at all)."""
+    name, scale, arm, seed, steps, path = job
+    if path and os.path.exists(path):
+        return pd.read_csv(path)
+    torch.set_num_threads(1)  # one core per worker: the pool, not torch, uses the machine
+    df = run_lm(arm.config(scale, seed), steps, arm.label).assign(**arm.tags)
+    keys = ["algo", *arm.tags, "seed", "update"]
+    df = df[keys + list(COLUMNS[name])]
+    if path:
+        df.to_csv(path + ".part", index=False, float_format="%.5g")
+        os.replace(path + ".part", path)
+        df = pd.read_csv(path)  # what is stored is what is returned, rounded alike
+    return df
+
+
+def seed_runs(
+    name: str,
+    seeds=(0, 1, 2, 3, 4),
+    scale: str | None = None,
+    steps: int | None = None,
+    workers: int | None = 2,
+    run_dir: str | None = None,
+    **options,
+) -> pd.DataFrame:
+    """Every (arm, seed) run of experiment ``name``, ``workers`` processes at a time (1: in this process);
+    the stored columns (:data:`COLUMNS`) of all runs, one row per update. With ``run_dir`` each run is stored
+    there as it ends and a stored run is read back instead of rerun (an interrupted batch resumes)."""
+    sc = resolve_scale(scale)
+    arms, default_steps = experiment_arms(name, sc, **options)
+    steps = steps or default_steps
+    if run_dir:
+        os.makedirs(run_dir, exist_ok=True)
+    jobs = [
+        (name, sc, arm, s, steps, _run_file(run_dir, name, sc, arm, s, steps) if run_dir else None)
+        for s in seeds
+        for arm in arms
+    ]
+    if (workers or 1) == 1:
+        frames = [_run_job(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            frames = list(pool.map(_run_job, jobs, chunksize=_chunk(arms, len(seeds), workers)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _chunk(arms: list[Arm], n_seeds: int, workers: int) -> int:
+    """How many consecutive jobs a worker takes at once: the arms of a seed that share a warm start, so the
+    worker computes it once and copies it from its cache (:func:`rltutor.build.warm_start`); halved and
+    rounded up where whole groups would leave a worker idle at the end. The records do not depend on it."""
+    key = [(a.task, tuple(sorted(a.task_options.items())), a.overrides.get("sft_steps")) for a in arms]
+    group = min(key.count(k) for k in key)
+    if (n_seeds * len(arms) // group) % workers:
+        group = -(-group // workers)
+    return max(1, group)
+
+
+# ----------------------------------------------------------------------------------------------
+# The pre-stated tests (module docstring), computed from stored runs.
+# ----------------------------------------------------------------------------------------------
+
+
+def _window(df: pd.DataFrame, metric: str, first: bool, n: int, keys=("algo", "seed")) -> pd.Series:
+    """Per run, the mean of ``metric`` over its first (or last) ``n`` updates (NaN updates skipped)."""
+    up = df["update"]
+    lo, hi = up.min(), up.max()
+    sel = df[up < lo + n] if first else df[up > hi - n]
+    return sel.groupby(list(keys))[metric].mean()
+
+
+def _arm(per_run: pd.Series, *key) -> pd.Series:
+    """One arm's values (index: seed) from a per-run series indexed by (..., seed)."""
+    return per_run.loc[key if len(key) > 1 else key[0]]
+
+
+def _paired(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> dict:
+    """A verdict row for a contrast of arms that share their seeds: the contrast per seed (every arm of a seed
+    starts from the same warm start), then a t interval over the seeds; ``seeds`` counts each arm's runs."""
+    common = sorted(set.intersection(*(set(x.dropna().index) for _, x in arms)))
+    per_seed = sum(w * x.loc[common] for w, x in arms)
+    row = verdict_row(name, metric, [(1.0, per_seed)])
+    row["seeds"] = "/".join(str(x.notna().sum()) for _, x in arms)
+    return row
+
+
+def _table(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["contrast", "metric", "estimate", "ci_low", "ci_high", "seeds", "verdict"])
+
+
+def short_task_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
+    """Chapter 06's pre-stated tests (module docstring) from stored :func:`short_task` runs."""
+    end = _window(df, "reward", False, last)
+    n = df.groupby(["algo", "seed"])["update"].count()
+    spu = df.groupby(["algo", "seed"])["time_s"].max() / n  # wall-clock seconds per update
+    rows = []
+    for ppo in ("PPO (value head)", "PPO (separate critic)"):
+        rows.append(_paired(f"{ppo} - GRPO", f"reward, last {last}", [(1, _arm(end, ppo)), (-1, _arm(end, "GRPO"))]))
+    for ppo in ("PPO (value head)", "PPO (separate critic)"):
+        rows.append(_paired(f"{ppo} - GRPO", "s per update", [(1, _arm(spu, ppo)), (-1, _arm(spu, "GRPO"))]))
+    return _table(rows)
+
+
+def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
+    """Chapter 07's pre-stated tests (module docstring) from stored :func:`horizon` runs."""
+    end = _window(df, "reward", False, last, keys=("L", "algo", "seed"))
+    Ls = sorted(df["L"].unique())
+    rows = []
+    for L in Ls:
+        rows.append(
+            _paired(
+                f"PPO - GRPO at L = {L}", f"reward, last {last}", [(1, _arm(end, L, "PPO")), (-1, _arm(end, L, "GRPO"))]
+            )
+        )
+    if len(Ls) > 1:
+        lo, hi = Ls[0], Ls[-1]
+        arms = [
+            (1, _arm(end, hi, "PPO")),
+            (-1, _arm(end, hi, "GRPO")),
+            (-1, _arm(end, lo, "PPO")),
+            (1, _arm(end, lo, "GRPO")),
+        ]
+        rows.append(_paired(f"(PPO - GRPO) at L = {hi} minus at L = {lo}", f"reward, last {last}", arms))
+    return _table(rows)
+
+
+def length_bias_verdicts(df: pd.DataFrame, last: int = 20, first: int = 10) -> pd.DataFrame:
+    """Chapter 08's pre-stated tests (module docstring) from stored :func:`length_bias` runs."""
+    wl_end = _window(df, "wrong_length", False, last)
+    wl_start = _window(df, "wrong_length", True, first)
+    rew = _window(df, "reward", False, last)
+    m = f"wrong-answer length, last {last}"
+    rows = [
+        _paired("GRPO - Dr.GRPO", m, [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_end, "Dr.GRPO"))]),
+        _paired(
+            f"GRPO: last {last} - first {first}",
+            "wrong-answer length",
+            [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_start, "GRPO"))],
+        ),
+        _paired(
+            f"Dr.GRPO: last {last} - first {first}",
+            "wrong-answer length",
+            [(1, _arm(wl_end, "Dr.GRPO")), (-1, _arm(wl_start, "Dr.GRPO"))],
+        ),
+        _paired("Dr.GRPO - GRPO", f"reward, last {last}", [(1, _arm(rew, "Dr.GRPO")), (-1, _arm(rew, "GRPO"))]),
+    ]
+    return _table(rows)
+
+
+def clip_higher_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, low="eps_high=0.2", high="eps_high=0.28"):
+    """Chapter 09's pre-stated tests (module docstring) from stored :func:`clip_higher` runs."""
+    ent_end, ent_start = _window(df, "entropy", False, last), _window(df, "entropy", True, first)
+    rew = _window(df, "reward", False, last)
+    rows = [
+        _paired(f"{high} - {low}", f"entropy, last {last}", [(1, _arm(ent_end, high)), (-1, _arm(ent_end, low))]),
+        _paired(
+            f"{low}: first {first} - last {last}", "entropy", [(1, _arm(ent_start, low)), (-1, _arm(ent_end, low))]
+        ),
+        _paired(f"{high} - {low}", f"reward, last {last}", [(1, _arm(rew, high)), (-1, _arm(rew, low))]),
+    ]
+    return _table(rows)
+
+
+def family_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, reference: str = "grpo") -> pd.DataFrame:
+    """Chapter 10's pre-stated tests (module docstring) from stored :func:`family` runs."""
+    end, start = _window(df, "reward", False, last), _window(df, "reward", True, first)
+    algos = list(dict.fromkeys(df["algo"]))
+    m = f"reward, last {last}"
+    rows = [
+        _paired(f"{a}: last {last} - first {first}", "reward", [(1, _arm(end, a)), (-1, _arm(start, a))]) for a in algos
+    ]
+    rows += [
+        _paired(f"{a} - {reference}", m, [(1, _arm(end, a)), (-1, _arm(end, reference))])
+        for a in algos
+        if a != reference
+    ]
+    return _table(rows)
+
+
+VERDICTS = {
+    "short_task": short_task_verdicts,
+    "horizon": horizon_verdicts,
+    "length_bias": length_bias_verdicts,
+    "clip_higher": clip_higher_verdicts,
+    "family": family_verdicts,
+}
+"""Each experiment's verdict function (its pre-stated tests) by name."""
+
+
+def short_task(scale: str | None = None, seed: int = 0, steps: int | None = None):
     """Experiment 1: GRPO vs PPO on 2-digit addition. Returns (curves, summary).
 
     PPO runs twice: critic as a value head on the policy's trunk, and as a separate model of the same
     size. All three start from the same SFT weights.
     """
-    sc = resolve_scale(scale)
-    steps = LM_SCALES[sc]["steps"]
-    task_options = dict(max_operand=19) if sc == "quick" else dict(max_operand=49)
-    runs = [
-        ("grpo", "GRPO", {}),
-        ("ppo", "PPO (value head)", dict(critic_kind="head")),
-        ("ppo", "PPO (separate critic)", dict(critic_kind="separate")),
-    ]
-    curves = pd.concat(
-        [
-            run_lm(lm_config(a, "addition", sc, seed, task_options=task_options, **o), steps, label)
-            for a, label, o in runs
-        ],
-        ignore_index=True,
-    )
+    curves = _run_arms("short_task", scale, seed, steps)
     return curves, _summary(curves)
 
 
@@ -194,27 +526,15 @@ def critic_overhead(scale: str | None = None, seed: int = 0, repeats: int = 15) 
     return df
 
 
-def horizon(scale: str | None = None, seed: int = 0, lengths=None):
+def horizon(scale: str | None = None, seed: int = 0, lengths=None, steps: int | None = None):
     """Experiment 2: GRPO vs PPO (value head) on the sequence task as its length L grows.
 
     Returns (curves with a column ``L``, summary per (L, algo)).
     """
-    sc = resolve_scale(scale)
-    lengths = lengths or ([4, 32] if sc == "quick" else [4, 16, 32, 64])
-    steps = {"quick": 30, "full": 300}[sc]
-    sft_steps = {"quick": 60, "full": 120}[sc]
-    curves, summary = [], []
-    for L in lengths:
-        runs = [
-            run_lm(lm_config(a, "sequence", sc, seed, task_options=dict(L=L), sft_steps=sft_steps), steps, label)
-            for a, label in (("grpo", "GRPO"), ("ppo", "PPO"))
-        ]
-        c = pd.concat(runs, ignore_index=True).assign(L=L)
-        curves.append(c)
-        summary.append(_summary(c).assign(L=L))
-    summary = pd.concat(summary, ignore_index=True)
+    curves = _run_arms("horizon", scale, seed, steps, lengths=lengths)
+    summary = pd.concat([_summary(c).assign(L=L) for L, c in curves.groupby("L", sort=False)], ignore_index=True)
     summary["gain"] = summary.reward_end - summary.reward_start
-    return pd.concat(curves, ignore_index=True), summary
+    return curves, summary
 
 
 def aggregation_weights(max_len: int = 16, advantage: float = -1.0) -> pd.DataFrame:
@@ -240,53 +560,23 @@ def aggregation_weights(max_len: int = 16, advantage: float = -1.0) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def length_bias(scale: str | None = None, seed: int = 0):
+def length_bias(scale: str | None = None, seed: int = 0, steps: int | None = None):
     """Experiment 3: lengths of wrong answers under GRPO (1/|o| and std) vs Dr.GRPO. Returns curves.
 
     Addition with room to ramble (up to 16 completion tokens) and a short warm start, so that wrong
     answers of many lengths occur.
     """
-    sc = resolve_scale(scale)
-    steps = {"quick": 40, "full": 300}[sc]
-    opts = dict(max_operand=19, max_new_tokens=16)
-    sft_steps = {"quick": 60, "full": 100}[sc]
-    return pd.concat(
-        [
-            run_lm(lm_config(a, "addition", sc, seed, task_options=opts, sft_steps=sft_steps, lr=1e-3), steps, label)
-            for a, label in (("grpo", "GRPO"), ("dr_grpo", "Dr.GRPO"))
-        ],
-        ignore_index=True,
-    )
+    return _run_arms("length_bias", scale, seed, steps)
 
 
-def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28)):
+def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28), steps: int | None = None):
     """Experiment 4: entropy and reward with eps_high = 0.2 vs 0.28 (DAPO's clip-higher).
 
     Four epochs per batch, so that the ratio leaves the clip range; everything else is GRPO (token-mean,
     no dynamic sampling). The learning rate is lower than GRPO's quick default: with 16 Adam steps on
     one batch, 3e-4 overfits the batch's noise and the reward falls.
     """
-    sc = resolve_scale(scale)
-    steps = {"quick": 40, "full": 300}[sc]
-    runs = [
-        run_lm(
-            lm_config(
-                "grpo",
-                "addition",
-                sc,
-                seed,
-                task_options=dict(max_operand=19),
-                clip_high=ch,
-                epochs=4,
-                lr=1e-4,
-                agg="token-mean",
-            ),
-            steps,
-            f"eps_high={ch}",
-        )
-        for ch in clip_highs
-    ]
-    return pd.concat(runs, ignore_index=True)
+    return _run_arms("clip_higher", scale, seed, steps, clip_highs=clip_highs)
 
 
 def dynamic_sampling(
@@ -328,37 +618,49 @@ def dynamic_sampling(
     return pd.DataFrame(rows)
 
 
-def family(scale: str | None = None, seed: int = 0, algos=None):
+def family(scale: str | None = None, seed: int = 0, algos=None, steps: int | None = None):
     """Experiment 5: every preset of :data:`rltutor.config.LM_ALGOS` on addition. Returns (curves, summary)."""
-    sc = resolve_scale(scale)
-    algos = list(algos or LM_ALGOS)
-    steps = {"quick": 25, "full": 300}[sc]
-    curves = pd.concat(
-        [run_lm(lm_config(a, "addition", sc, seed, task_options=dict(max_operand=19)), steps) for a in algos],
-        ignore_index=True,
-    )
+    curves = _run_arms("family", scale, seed, steps, algos=algos)
     return curves, _summary(curves)
 
 
-def main(argv=None):
-    """Run an experiment over several seeds and store its records as CSV, e.g.
+def main(argv: list[str] | None = None) -> int:
+    """Run an experiment over seeds on a process pool; write its records as CSV and the command beside it, e.g.
 
-    python -m rltutor.experiments.lm horizon --scale quick --seeds 0 1 2 --out rltutor/data/lm_horizon_quick_3seeds.csv
+    python -m rltutor.experiments.lm short_task --scale quick --updates 100 --seeds 0 1 2 3 4 \
+        --out rltutor/data/lm/short_task.csv
     """
     import argparse
 
-    ap = argparse.ArgumentParser(description="Run an LM experiment over seeds; write the records as CSV.")
-    ap.add_argument("experiment", choices=["short_task", "horizon", "length_bias", "clip_higher", "family"])
+    ap = argparse.ArgumentParser(
+        prog="python -m rltutor.experiments.lm",
+        description="Run an LM experiment over seeds (a process pool); write the records as CSV and FILE.cmd.",
+    )
+    ap.add_argument("experiment", choices=EXPERIMENTS)
     ap.add_argument("--scale", choices=["quick", "full"], default=None)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--out", required=True, help="CSV path for the per-update records")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument(
+        "--updates", type=int, default=None, help="updates per run (default: the experiment's at this scale)"
+    )
+    ap.add_argument("--lengths", type=int, nargs="+", default=None, help="horizon: the completion lengths L")
+    ap.add_argument("--workers", type=int, default=2, help="processes (each uses one thread)")
+    ap.add_argument("--run-dir", default=None, help="one file per run, read back if there (default: runs/lm/NAME)")
+    ap.add_argument("--out", required=True, help="CSV path for the per-update records; FILE.cmd gets the command")
     args = ap.parse_args(argv)
-    frames = []
-    for seed in args.seeds:
-        res = globals()[args.experiment](args.scale, seed=seed)
-        frames.append((res[0] if isinstance(res, tuple) else res).assign(seed=seed))
-    pd.concat(frames, ignore_index=True).to_csv(args.out, index=False)
+    t0 = time.perf_counter()
+    options = {"lengths": args.lengths} if args.lengths else {}
+    run_dir = args.run_dir or os.path.join("runs", "lm", args.experiment)
+    df = seed_runs(args.experiment, args.seeds, args.scale, args.updates, args.workers, run_dir, **options)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    df.to_csv(args.out, index=False, float_format="%.5g")
+    cmd = "python -m rltutor.experiments.lm " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    with open(os.path.splitext(args.out)[0] + ".cmd", "w") as f:
+        f.write(cmd + "\n")
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(VERDICTS[args.experiment](df).round(4).to_string(index=False))
+    print(f"{len(df)} rows in {time.perf_counter() - t0:.0f} s; wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The statistics the labs' pre-stated tests share: a Welch contrast over seeds and its verdict.
+
+A lab stores one number per run (a metric averaged over the run's last updates); an *arm* is the runs of
+one setting over seeds, and a contrast is a weighted sum of arm means, ``sum_i w_i mean(x_i)`` (``1, -1``:
+a difference; ``1, -1, -1, 1``: an interaction). :func:`contrast` gives its estimate and the half-width
+of its 95% confidence interval (Welch-Satterthwaite degrees of freedom: the arms may differ in spread
+and size); :func:`verdict` reads the interval: *confirmed* above 0, *refuted* below 0, *not visible*
+where it holds 0, and then its half-width is about the smallest effect the runs could have seen.
+
+Used by :mod:`rltutor.experiments.agents` (chapter 11) and :mod:`rltutor.experiments.lm` (chapters 06-10).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from rltutor.utils import t_quantile
+
+__all__ = ["contrast", "verdict", "verdict_row", "describe"]
+
+VERDICTS = ("confirmed", "refuted", "not visible")
+
+
+def contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:
+    """A linear contrast sum_i w_i mean(x_i) of independent arms ``[(w_i, x_i), ...]``: its estimate and
+    the half-width of its 95% confidence interval (Welch-Satterthwaite degrees of freedom). Each arm needs
+    at least 2 values."""
+    for _, x in arms:
+        if len(x) < 2:
+            raise ValueError(f"each arm of a contrast needs at least 2 runs (seeds), got {len(x)}")
+    est = sum(w * x.mean() for w, x in arms)
+    terms = [w * w * x.var(ddof=1) / len(x) for w, x in arms]
+    se2 = sum(terms)
+    if se2 == 0:
+        return float(est), 0.0
+    df = se2 * se2 / sum(t * t / (len(x) - 1) for t, (_, x) in zip(terms, arms, strict=True) if t > 0)
+    return float(est), float(t_quantile(max(2, round(df) + 1)) * math.sqrt(se2))
+
+
+def verdict(estimate: float, half: float) -> str:
+    """``"confirmed"`` if the interval ``estimate +- half`` lies above 0, ``"refuted"`` if below, else
+    ``"not visible"``."""
+    if estimate - half > 0:
+        return "confirmed"
+    if estimate + half < 0:
+        return "refuted"
+    return "not visible"
+
+
+def verdict_row(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> dict:
+    """One row of a verdict table: the contrast's name, the metric, the estimate, its 95% interval, the seeds
+    per arm (``"5/5"``) and the verdict."""
+    est, half = contrast(arms)
+    return {
+        "contrast": name,
+        "metric": metric,
+        "estimate": est,
+        "ci_low": est - half,
+        "ci_high": est + half,
+        "seeds": "/".join(str(len(x)) for _, x in arms),
+        "verdict": verdict(est, half),
+    }
+
+
+def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
+    """Each row of a verdict table as a sentence: the contrast, its estimate and interval, and the verdict;
+    where the interval holds 0, the smallest effect the runs could have detected (its half-width)."""
+    out = []
+    for r in table.itertuples():
+        half = (r.ci_high - r.ci_low) / 2
+        line = (
+            f"{r.contrast} ({r.metric}): {r.estimate:+.{digits}f}, 95% interval "
+            f"[{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}] over {r.seeds} seeds: {r.verdict}"
+        )
+        if r.verdict == "not visible":
+            line += f"; an effect smaller than about {half:.{digits}f} could not have been seen"
+        out.append(line)
+    return out

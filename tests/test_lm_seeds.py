@@ -1,0 +1,214 @@
+"""The multi-seed LM labs (chapters 06-10): the runner resumes from stored runs, the verdict functions call
+confirmed / refuted / not visible correctly on synthetic records, and the stored records are what the
+chapters need (>= 5 seeds per arm, the command beside them)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rltutor import datafiles
+from rltutor.experiments import lm
+from rltutor.experiments.stats import contrast, describe, verdict, verdict_row
+
+# ---------------------------------------------------------------------------------------------- stats
+
+
+def test_contrast_matches_welch_by_hand():
+    a, b = pd.Series([1.0, 2.0, 3.0]), pd.Series([0.0, 0.5, 1.0, 1.5])
+    est, half = contrast([(1, a), (-1, b)])
+    assert est == pytest.approx(2.0 - 0.75)
+    se = np.sqrt(a.var() / 3 + b.var() / 4)
+    # Welch-Satterthwaite df = 3.23 -> 3: Student's t quantile 3.182
+    assert half == pytest.approx(3.182 * se, rel=1e-3)
+
+
+def test_verdict_reads_the_interval():
+    assert verdict(1.0, 0.5) == "confirmed"
+    assert verdict(-1.0, 0.5) == "refuted"
+    assert verdict(0.2, 0.5) == "not visible"
+    row = verdict_row("x", "m", [(1, pd.Series([1.0, 1.1, 0.9]))])
+    assert row["verdict"] == "confirmed" and row["ci_low"] < 1 < row["ci_high"] and row["seeds"] == "3"
+
+
+def test_contrast_needs_two_runs_per_arm():
+    with pytest.raises(ValueError, match="at least 2"):
+        contrast([(1, pd.Series([1.0]))])
+
+
+# ---------------------------------------------------------------------------------------------- the runner
+
+
+def test_seed_runs_reads_stored_runs_back_and_stores_new_ones(tmp_path, monkeypatch):
+    arms, _ = lm.experiment_arms("family", "quick", algos=["grpo"])
+    stored = lm._run_file(str(tmp_path), "family", "quick", arms[0], 0, 2)
+    pd.DataFrame(
+        {
+            "algo": "grpo",
+            "seed": 0,
+            "update": [1, 2],
+            "reward": [0.25, 0.5],
+            "entropy": 0.5,
+            "clip_frac": 0.0,
+            "time_s": 1.0,
+        }
+    ).to_csv(stored, index=False)
+    calls = []
+
+    def fake_run_lm(config, steps, label=None):  # stands in for training: records who was trained
+        calls.append(config.seed)
+        n = steps
+        return pd.DataFrame(
+            {"algo": label, "update": range(1, n + 1), "seed": config.seed, "reward": 0.125, "entropy": 1.0}
+            | {"clip_frac": 0.0, "time_s": 0.1, "accuracy": 0.0}
+        )
+
+    monkeypatch.setattr(lm, "run_lm", fake_run_lm)
+    df = lm.seed_runs("family", seeds=(0, 1), scale="quick", steps=2, workers=1, run_dir=str(tmp_path), algos=["grpo"])
+    assert calls == [1]  # seed 0 was read back, only seed 1 was run
+    assert df[df.seed == 0]["reward"].tolist() == [0.25, 0.5]
+    assert list(df.columns) == ["algo", "seed", "update", *lm.COLUMNS["family"]]  # only the stored columns
+    new = lm._run_file(str(tmp_path), "family", "quick", arms[0], 1, 2)
+    assert pd.read_csv(new)["reward"].tolist() == [0.125, 0.125]  # the new run is stored as it ends
+    lm.seed_runs("family", seeds=(0, 1), scale="quick", steps=2, workers=1, run_dir=str(tmp_path), algos=["grpo"])
+    assert calls == [1]  # and read back the next time
+
+
+def test_experiment_arms_are_the_quick_functions_arms():
+    arms, steps = lm.experiment_arms("horizon", "quick")
+    assert [(a.label, a.tags["L"]) for a in arms] == [("GRPO", 4), ("PPO", 4), ("GRPO", 32), ("PPO", 32)]
+    assert steps == 30
+    assert [a.label for a in lm.experiment_arms("family", "quick")[0]] == list(lm.LM_ALGOS)
+    with pytest.raises(ValueError, match="short_task"):
+        lm.experiment_arms("nonsense")
+
+
+# ---------------------------------------------------------------------------------------------- verdicts
+
+SEEDS = range(6)
+
+
+def _curves(arms: dict, updates: int = 30, noise: float = 0.01, **tags) -> pd.DataFrame:
+    """Synthetic per-update records: ``arms`` maps a label to {column: (start, end)} (linear in the update),
+    plus a per-seed offset shared by the arms of a seed (a warm start) and a little noise."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for s in SEEDS:
+        offset = rng.normal(0, 0.2)  # large, shared by a seed's arms: pairing removes it
+        for label, cols in arms.items():
+            for u in range(1, updates + 1):
+                f = (u - 1) / (updates - 1)
+                row = {"algo": label, **tags, "seed": s, "update": u}
+                for c, (a, b) in cols.items():
+                    row[c] = a + (b - a) * f + offset + rng.normal(0, noise)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _verdicts(table):
+    return dict(zip(table["contrast"], table["verdict"], strict=True))
+
+
+def test_family_verdicts_confirmed_refuted_not_visible():
+    df = _curves(
+        {
+            "grpo": {"reward": (0.3, 0.5)},
+            "rloo": {"reward": (0.3, 0.1)},
+            "ppo": {"reward": (0.5, 0.5)},
+            "gspo": {"reward": (0.3, 0.5)},
+        },
+        updates=60,
+        noise=0.05,
+    )
+    v = _verdicts(lm.family_verdicts(df))
+    assert v["grpo: last 20 - first 5"] == "confirmed"
+    assert v["rloo: last 20 - first 5"] == "refuted"
+    assert v["ppo: last 20 - first 5"] == "not visible"
+    assert v["rloo - grpo"] == "refuted"
+    assert v["gspo - grpo"] == "not visible"  # the same curve, other noise
+
+
+def test_horizon_verdicts_interaction():
+    short = _curves({"GRPO": {"reward": (0.3, 0.5)}, "PPO": {"reward": (0.3, 0.5)}}, L=4)
+    long = _curves({"GRPO": {"reward": (0.2, 0.3)}, "PPO": {"reward": (0.2, 0.5)}}, L=16)
+    t = lm.horizon_verdicts(pd.concat([short, long]))
+    v = _verdicts(t)
+    assert v["PPO - GRPO at L = 4"] == "not visible"
+    assert v["PPO - GRPO at L = 16"] == "confirmed"
+    assert v["(PPO - GRPO) at L = 16 minus at L = 4"] == "confirmed"
+    assert list(t.columns) == ["contrast", "metric", "estimate", "ci_low", "ci_high", "seeds", "verdict"]
+    assert t["seeds"].tolist() == ["6/6", "6/6", "6/6/6/6"]
+
+
+def test_short_task_verdicts_reward_and_cost():
+    df = _curves(
+        {
+            "GRPO": {"reward": (0.2, 0.4), "time_s": (0.1, 3.0)},
+            "PPO (value head)": {"reward": (0.2, 0.2), "time_s": (0.1, 3.0)},
+            "PPO (separate critic)": {"reward": (0.2, 0.4), "time_s": (0.2, 6.0)},
+        }
+    )
+    t = lm.short_task_verdicts(df)  # each contrast twice: on reward, then on seconds per update
+    cost = t[t.metric == "s per update"].set_index("contrast")["verdict"]
+    assert cost["PPO (separate critic) - GRPO"] == "confirmed"
+    reward = t[t.metric != "s per update"].set_index("contrast")["verdict"]
+    assert reward["PPO (value head) - GRPO"] == "refuted" and reward["PPO (separate critic) - GRPO"] == "not visible"
+
+
+def test_length_bias_and_clip_higher_verdicts():
+    df = _curves(
+        {
+            "GRPO": {"wrong_length": (3.0, 12.0), "reward": (0.1, 0.0)},
+            "Dr.GRPO": {"wrong_length": (3.0, 3.0), "reward": (0.1, 0.1)},
+        },
+        updates=100,
+    )
+    v = _verdicts(lm.length_bias_verdicts(df))
+    assert v["GRPO - Dr.GRPO"] == "confirmed"
+    assert v["GRPO: last 20 - first 10"] == "confirmed"
+    assert v["Dr.GRPO: last 20 - first 10"] == "not visible"
+    df = _curves(
+        {
+            "eps_high=0.2": {"entropy": (0.8, 0.3), "reward": (0.2, 0.3)},
+            "eps_high=0.28": {"entropy": (0.8, 0.6), "reward": (0.2, 0.2)},
+        },
+        updates=100,
+    )
+    t = lm.clip_higher_verdicts(df).set_index(["contrast", "metric"])["verdict"]
+    assert t[("eps_high=0.28 - eps_high=0.2", "entropy, last 20")] == "confirmed"
+    assert t[("eps_high=0.2: first 5 - last 20", "entropy")] == "confirmed"
+    assert t[("eps_high=0.28 - eps_high=0.2", "reward, last 20")] == "refuted"
+
+
+# ---------------------------------------------------------------------------------------------- stored data
+
+
+STORED = {name: name for name in lm.EXPERIMENTS} | {"horizon_long": "horizon", "horizon_long_rep": "horizon"}
+"""stored file -> its experiment (horizon_long, horizon_long_rep: chapter 07's follow-up at L = 32, replicated)"""
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_stored_records_have_enough_seeds_and_their_command(name):
+    experiment = STORED[name]
+    csv = datafiles.path(f"lm/{name}.csv")
+    assert csv.stat().st_size < 1_000_000
+    df = pd.read_csv(csv)
+    keys = ["algo", "L"] if experiment == "horizon" else ["algo"]
+    assert df.groupby(keys)["seed"].nunique().min() >= 5
+    assert set(df.columns) == {*keys, "seed", "update", *lm.COLUMNS[experiment]}
+    cmd = datafiles.path(f"lm/{name}.cmd").read_text()
+    assert cmd.startswith(f"python -m rltutor.experiments.lm {experiment} ")
+    assert f"--out rltutor/data/lm/{name}.csv" in cmd
+    table = lm.VERDICTS[experiment](df)
+    assert len(table) and set(table["verdict"]) <= {"confirmed", "refuted", "not visible"}
+
+
+def test_describe_states_the_verdict_and_the_detectable_effect():
+    table = pd.DataFrame(
+        [
+            verdict_row("a - b", "reward", [(1, pd.Series([0.1, -0.1, 0.05]))]),
+            verdict_row("c", "m", [(1, pd.Series([1.0, 1.1, 1.2]))]),
+        ]
+    )
+    first, second = describe(table)
+    assert "not visible" in first and "could not have been seen" in first
+    assert second.endswith("confirmed")
