@@ -182,8 +182,13 @@ def test_length_bias_and_clip_higher_verdicts():
 # ---------------------------------------------------------------------------------------------- stored data
 
 
-STORED = {name: name for name in lm.EXPERIMENTS} | {"horizon_long": "horizon", "horizon_long_rep": "horizon"}
-"""stored file -> its experiment (horizon_long, horizon_long_rep: chapter 07's follow-up at L = 32, replicated)"""
+STORED = {name: name for name in lm.EXPERIMENTS} | {
+    "horizon_long": "horizon",
+    "horizon_long_rep": "horizon",
+    "length_bias_more": "length_bias",
+}
+"""stored file -> its experiment (horizon_long, horizon_long_rep: chapter 07's follow-up at L = 32, replicated;
+length_bias_more: chapter 08's twelve more seeds)"""
 
 
 @pytest.mark.parametrize("name", STORED)
