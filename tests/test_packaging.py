@@ -96,3 +96,15 @@ def test_nothing_reads_data_beside_the_notebooks():
             if needle in text:
                 hits.append(f"{path.relative_to(ROOT)}: {needle}")
     assert not hits, f"paths to the old data folder beside the notebooks (use rltutor.datafiles.path): {hits}"
+
+
+def test_every_notebook_cell_has_an_id():
+    """nbformat 4.5 cells need an ``id`` (a missing one warns now and is to become an error); cells added by a
+    script that writes the JSON directly are the usual culprits."""
+    import json
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    missing = {
+        p.name: sum("id" not in c for c in json.loads(p.read_text())["cells"]) for p in sorted(root.glob("*.ipynb"))
+    }
+    assert not {k: v for k, v in missing.items() if v}, f"cells without an id: {missing}"
