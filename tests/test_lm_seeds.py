@@ -217,3 +217,14 @@ def test_describe_states_the_verdict_and_the_detectable_effect():
     first, second = describe(table)
     assert "not visible" in first and "could not have been seen" in first
     assert second.endswith("confirmed")
+
+
+def test_store_records_writes_the_csv_and_the_command_beside_it(tmp_path):
+    from rltutor.experiments.stats import store_records
+
+    df = pd.DataFrame({"seed": [0, 1], "reward": [0.123456789, 0.5]})
+    out = tmp_path / "new" / "lab.csv"
+    cmd = store_records(df, str(out), "rltutor.experiments.lm", ["horizon", "--out", "my file.csv"])
+    assert pd.read_csv(out)["reward"].tolist() == [0.12346, 0.5]  # 5 significant digits
+    assert (tmp_path / "new" / "lab.cmd").read_text() == cmd + "\n"
+    assert cmd == "python -m rltutor.experiments.lm horizon --out 'my file.csv'"

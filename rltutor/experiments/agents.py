@@ -59,7 +59,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import shlex
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -69,7 +68,7 @@ import pandas as pd
 import torch
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
-from rltutor.experiments.stats import contrast
+from rltutor.experiments.stats import contrast, store_records
 from rltutor.experiments.stats import verdict as verdict_of
 from rltutor.train import Trainer
 
@@ -451,11 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         df = sub_advantage_snr(
             args.budgets, batches=args.batches, seed=args.seeds[0], tasks=tasks, compaction=args.compaction
         )
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        df.to_csv(args.out, index=False, float_format="%.5g")
-        cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-        with open(os.path.splitext(args.out)[0] + ".cmd", "w") as f:
-            f.write(cmd + "\n")
+        store_records(df, args.out, "rltutor.experiments.agents", argv or sys.argv[1:])
         print(df.round(4).to_string(index=False))
         print(f"{time.perf_counter() - t0:.0f} s; wrote {args.out}")
         return 0
@@ -476,11 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         df = hack_curves(args.algos, args.guards, args.seeds, args.updates, args.workers, args.tasks)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    df.to_csv(args.out, index=False, float_format="%.5g")
-    cmd = "python -m rltutor.experiments.agents " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    with open(os.path.splitext(args.out)[0] + ".cmd", "w") as f:
-        f.write(cmd + "\n")
+    store_records(df, args.out, "rltutor.experiments.agents", argv or sys.argv[1:])
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(summarize(df).round(3).to_string(index=False))
     print(f"{len(df)} rows in {time.perf_counter() - t0:.0f} s; wrote {args.out}")

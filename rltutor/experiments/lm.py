@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -84,7 +83,7 @@ import torch
 
 from rltutor.build import warm_start
 from rltutor.config import LM_ALGOS, LM_SCALES, lm_settings, make_config
-from rltutor.experiments.stats import verdict_row
+from rltutor.experiments.stats import store_records, verdict_row
 from rltutor.models.lm_policy import CRITICS, LMPolicy, critic_cost
 from rltutor.rollout.tokens import LMCollector
 from rltutor.train import Trainer
@@ -656,11 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     options = {"lengths": args.lengths} if args.lengths else {}
     run_dir = args.run_dir or os.path.join("runs", "lm", args.experiment)
     df = seed_runs(args.experiment, args.seeds, args.scale, args.updates, args.workers, run_dir, **options)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    df.to_csv(args.out, index=False, float_format="%.5g")
-    cmd = "python -m rltutor.experiments.lm " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    with open(os.path.splitext(args.out)[0] + ".cmd", "w") as f:
-        f.write(cmd + "\n")
+    store_records(df, args.out, "rltutor.experiments.lm", argv or sys.argv[1:])
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(VERDICTS[args.experiment](df).round(4).to_string(index=False))
     print(f"{len(df)} rows in {time.perf_counter() - t0:.0f} s; wrote {args.out}")

@@ -7,18 +7,21 @@ of its 95% confidence interval (Welch-Satterthwaite degrees of freedom: the arms
 and size); :func:`verdict` reads the interval: *confirmed* above 0, *refuted* below 0, *not visible*
 where it holds 0, and then its half-width is about the smallest effect the runs could have seen.
 
-Used by :mod:`rltutor.experiments.agents` (chapter 11) and :mod:`rltutor.experiments.lm` (chapters 06-10).
+Used by :mod:`rltutor.experiments.agents` (chapter 11) and :mod:`rltutor.experiments.lm` (chapters 06-10),
+which also share :func:`store_records`: a lab's records as CSV with, beside them, the command that made them.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import shlex
 
 import pandas as pd
 
 from rltutor.utils import t_quantile
 
-__all__ = ["contrast", "verdict", "verdict_row", "describe"]
+__all__ = ["contrast", "verdict", "verdict_row", "describe", "store_records"]
 
 VERDICTS = ("confirmed", "refuted", "not visible")
 
@@ -78,3 +81,14 @@ def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
             line += f"; an effect smaller than about {half:.{digits}f} could not have been seen"
         out.append(line)
     return out
+
+
+def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> str:
+    """Write ``df`` to ``out`` (CSV, 5 significant digits) and ``python -m MODULE ARGV`` to ``out``'s ``.cmd``
+    beside it, so that a stored result names the command that reproduces it. Returns the command."""
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    df.to_csv(out, index=False, float_format="%.5g")
+    cmd = f"python -m {module} " + " ".join(shlex.quote(a) for a in argv)
+    with open(os.path.splitext(out)[0] + ".cmd", "w") as f:
+        f.write(cmd + "\n")
+    return cmd

@@ -209,7 +209,7 @@ class TinyGPT(nn.Module):
                 b.mlp.c_fc.bias,
                 b.mlp.c_proj.weight,
                 b.mlp.c_proj.bias,
-            )  # fmt: skip
+            )
             for b in self.blocks
         ]
 
