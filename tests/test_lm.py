@@ -63,6 +63,10 @@ def test_decode_is_the_trunk_bit_for_bit(n_embd, n_head):
         with pytest.raises(ValueError, match="exceeds block_size=20"):
             for _ in range(10):
                 m.decode(tok, a)
+        small = m.new_cache(8, 4)  # room for 4 positions only
+        m.trunk(p[:, :4], small)
+        with pytest.raises(ValueError, match="holds 4 positions and is full"):
+            m.decode(tok, small)
 
 
 def test_sample_returns_ordinary_tensors_that_autograd_accepts():

@@ -8,7 +8,8 @@ Two additions for RL:
 
 * a **KV cache** (:class:`KVCache`): when sampling, each new token attends to the keys and values
   already computed for the tokens before it, so a step costs one token's forward pass, not a pass
-  over the whole prefix (see ``rltutor.models.lm_policy.sample``);
+  over the whole prefix (see ``rltutor.models.lm_policy.sample``); :meth:`TinyGPT.decode` is that
+  one-token step written out without the modules, which the sampler calls at every token;
 * an optional **value head** (``GPTConfig.value_head``): a linear map from the last hidden state to a
   scalar V(s_t), the critic of token-level PPO sharing the policy's trunk. The other choice, a
   separate critic of the same size, is simply a second ``TinyGPT`` (see ``rltutor.models.lm_policy.LMPolicy``).
@@ -228,6 +229,8 @@ class TinyGPT(nn.Module):
                 f"sequence of {p + 1} tokens exceeds block_size={self.config.block_size}; "
                 "shorten the prompt/completion or build the model with a larger block_size"
             )
+        if p + 1 > cache.max_len:  # a write past the cache's end would be an empty slice: silently lost
+            raise ValueError(f"the KV cache holds {cache.max_len} positions and is full; make it with a larger max_len")
         B, C, nh = idx.shape[0], self.config.n_embd, self.config.n_head
         x = self.wte(idx) + self.wpe.weight[p]  # (B, C): token + position embedding
         for i, (g1, b1, e1, w_qkv, b_qkv, w_o, b_o, g2, b2, e2, w_fc, b_fc, w_p, b_p) in enumerate(
