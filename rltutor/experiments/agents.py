@@ -61,15 +61,13 @@ import copy
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
 import torch
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
-from rltutor.experiments.stats import contrast, store_records
-from rltutor.experiments.stats import verdict as verdict_of
+from rltutor.experiments.stats import run_all, store_records, verdict_row
 from rltutor.train import Trainer
 
 __all__ = [
@@ -157,19 +155,7 @@ def hack_curves(
     """Every (algo, guard, seed) run, ``workers`` processes at a time (default: the CPU count); the rows of
     all runs, one per update."""
     jobs = [(a, s, g, updates, 1, tasks) for a in algos for g in guards for s in seeds]
-    return _run_all(_run, jobs, workers)
-
-
-def _run_all(run, jobs: list, workers: int | None) -> pd.DataFrame:
-    """``run(job)`` for every job, ``workers`` processes at a time (default: the CPU count; 1: in this
-    process), in order; the frames concatenated."""
-    workers = workers or os.cpu_count() or 1
-    if workers == 1:
-        frames = [run(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            frames = list(pool.map(run, jobs))
-    return pd.concat(frames, ignore_index=True)
+    return run_all(_run, jobs, workers)
 
 
 SUB_ADVANTAGE_RUNS: dict[str, tuple[str, dict]] = {
@@ -247,7 +233,7 @@ def compaction_curves(
         for b in budgets
         for s in seeds
     ]
-    return _run_all(_run_compaction, jobs, workers)
+    return run_all(_run_compaction, jobs, workers)
 
 
 def compaction_verdicts(
@@ -282,23 +268,7 @@ def compaction_verdicts(
                     [(1, arms[0]), (-1, arms[1]), (-1, arms[2]), (1, arms[3])],
                 )
             )
-    out = []
-    for name, arms in rows:
-        est, half = contrast(arms)
-        verdict = verdict_of(est, half)
-        seeds = "/".join(str(len(x)) for _, x in arms)
-        out.append(
-            {
-                "contrast": name,
-                "metric": metric,
-                "estimate": est,
-                "ci_low": est - half,
-                "ci_high": est + half,
-                "seeds": seeds,
-                "verdict": verdict,
-            }
-        )
-    return pd.DataFrame(out)
+    return pd.DataFrame([verdict_row(name, metric, arms) for name, arms in rows])
 
 
 def sub_advantage_snr(

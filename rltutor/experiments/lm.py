@@ -75,7 +75,6 @@ import os
 import re
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -83,7 +82,7 @@ import torch
 
 from rltutor.build import warm_start
 from rltutor.config import LM_ALGOS, LM_SCALES, lm_settings, make_config
-from rltutor.experiments.stats import store_records, verdict_row
+from rltutor.experiments.stats import run_all, store_records, verdict_row
 from rltutor.models.lm_policy import CRITICS, LMPolicy, critic_cost
 from rltutor.rollout.tokens import LMCollector
 from rltutor.train import Trainer
@@ -326,12 +325,8 @@ def seed_runs(
         for s in seeds
         for arm in arms
     ]
-    if (workers or 1) == 1:
-        frames = [_run_job(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            frames = list(pool.map(_run_job, jobs, chunksize=_chunk(arms, len(seeds), workers)))
-    return pd.concat(frames, ignore_index=True)
+    workers = workers or 1
+    return run_all(_run_job, jobs, workers, chunksize=_chunk(arms, len(seeds), workers))
 
 
 def _chunk(arms: list[Arm], n_seeds: int, workers: int) -> int:

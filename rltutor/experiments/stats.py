@@ -8,7 +8,8 @@ and size); :func:`verdict` reads the interval: *confirmed* above 0, *refuted* be
 where it holds 0, and then its half-width is about the smallest effect the runs could have seen.
 
 Used by :mod:`rltutor.experiments.agents` (chapter 11) and :mod:`rltutor.experiments.lm` (chapters 06-10),
-which also share :func:`store_records`: a lab's records as CSV with, beside them, the command that made them.
+which also share :func:`run_all` (independent runs over a process pool) and :func:`store_records` (a lab's
+records as CSV with, beside them, the command that made them).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from __future__ import annotations
 import math
 import os
 import shlex
+from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
 from rltutor.utils import t_quantile
 
-__all__ = ["contrast", "verdict", "verdict_row", "describe", "store_records"]
+__all__ = ["contrast", "verdict", "verdict_row", "describe", "run_all", "store_records"]
 
 VERDICTS = ("confirmed", "refuted", "not visible")
 
@@ -92,3 +94,15 @@ def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> s
     with open(os.path.splitext(out)[0] + ".cmd", "w") as f:
         f.write(cmd + "\n")
     return cmd
+
+
+def run_all(run, jobs: list, workers: int | None, chunksize: int = 1) -> pd.DataFrame:
+    """``run(job)`` for every job, ``workers`` processes at a time (default: the CPU count; 1: in this
+    process), in order, a worker taking ``chunksize`` consecutive jobs at once; the frames concatenated."""
+    workers = workers or os.cpu_count() or 1
+    if workers == 1:
+        frames = [run(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            frames = list(pool.map(run, jobs, chunksize=chunksize))
+    return pd.concat(frames, ignore_index=True)
