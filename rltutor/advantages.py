@@ -2,7 +2,7 @@
 
 Chapters: *Policy gradients and baselines* (01), *PPO* (02), *GRPO* (03), *Variance vs horizon* (04).
 
-Conventions (see ``notes/CONTRACT.md``):
+Conventions (the batch contract is stated in :mod:`rltutor.rollout`):
 
 * Token-level tensors are ``(B, T)``: ``B`` rows (episodes, episode fragments or completions) of
   ``T`` steps. ``mask`` is 1 where a step counts (a valid response token) and 0 elsewhere.

@@ -1,8 +1,8 @@
 """The data files the chapters read, shipped inside the package (``rltutor/data/``, package data).
 
 A notebook opened on its own (on Colab, or copied out of the repository) finds the same stored results
-as the book: the files travel in the wheel and in a ``pip install git+...@vX.Y.Z``, not beside the
-notebooks. Read one with :func:`path`::
+as the book: the files travel in the wheel and in a ``pip install git+URL@REF`` (``main`` or a release's
+tag), not beside the notebooks. Read one with :func:`path`::
 
     from rltutor import datafiles
 
@@ -32,7 +32,10 @@ from pathlib import Path
 __all__ = ["DATA_DIR", "path", "names"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-"""The folder of the stored data files (inside the installed package)."""
+"""The folder of the stored data files: ``rltutor/data/`` inside the installed package, wherever that is.
+
+:meta hide-value:
+"""
 
 
 def path(name: str):  # returns a pathlib.Path (not annotated: the API reference resolves no stdlib types)

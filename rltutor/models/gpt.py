@@ -247,6 +247,13 @@ class TinyGPT(nn.Module):
         return F.layer_norm(x, (C,), self.ln_f.weight, self.ln_f.bias, self.ln_f.eps)
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None):
+        """Logits and values for the tokens ``idx`` ``(B, T)`` (long, each below ``vocab_size``).
+
+        Returns ``(logits, values)``: ``logits`` ``(B, T, vocab_size)``, the next-token scores at every
+        position; ``values`` ``(B, T)``, the value head's V(s_t), or None when the model has no value head
+        (``GPTConfig.value_head=False``). With a ``cache`` (:meth:`new_cache`), ``idx`` holds only the new
+        tokens and their positions continue from ``cache.pos`` (see :meth:`trunk`).
+        """
         h = self.trunk(idx, cache)  # (B, T, C)
         logits = self.lm_head(h)  # (B, T, V)
         values = self.value_head(h).squeeze(-1) if self.value_head is not None else None  # (B, T)

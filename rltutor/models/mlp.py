@@ -2,7 +2,7 @@
 
 Chapters: *PPO* (02), *GRPO* (03).
 
-Every policy implements the contract of ``notes/CONTRACT.md``:
+Every policy implements the batch contract stated in :mod:`rltutor.rollout`:
 
 * ``evaluate(batch) -> {"logp": (B, T), "entropy": (B, T), "values": (B, T) or None}``: log pi(a_t|s_t)
   of the *stored* actions ``batch["actions"]`` at the stored observations ``batch["obs"]``;
