@@ -12,8 +12,9 @@ What is checked, page by page:
    no ``SomethingError:`` line in any cell output (stdout, stderr or rich text);
 4. every notebook page was executed (has cell outputs) and carries a figure: a local ``<img>`` in a
    cell output, an inline ``<svg>``, or a Plotly figure;
-5. every notebook page has the "launch on Colab" link for its own notebook on the main branch of the
-   repository named in ``_config.yml`` (``repository.url``, the one place the address is written);
+5. every notebook page has the "launch on Colab" link for its own notebook at the ref in ``_config.yml``
+   (``repository.branch``, written by ``scripts/sync_home.py``) of the repository named there
+   (``repository.url``, the one place the address is written), the ref its install cell installs;
 6. the intro expands GRPO as Group Relative Policy Optimization with its paper (arXiv 2402.03300),
    and any page that quotes the wrong expansion "Generalized Reward Policy Optimization" says it
    is wrong;
@@ -26,7 +27,11 @@ What is checked, page by page:
    build and, where it names an anchor, at an element with that id; no Sphinx cross-reference is
    left unresolved (an ``xref`` of the ``std`` domain outside a link, or a ``problematic`` node);
 9. every entry of ``book/references.bib`` has a ``url`` or an arXiv ``eprint``, and every entry of
-   the rendered references page carries a link, so a reader can find each cited work.
+   the rendered references page carries a link, so a reader can find each cited work;
+10. the API reference reads as a reference: each documented function's ``Args:`` and ``Returns:`` are
+    field lists (not one paragraph), no value is a whole dictionary on one line or the build machine's
+    path, no method shows torch's inherited "Should be overridden by all subclasses", and plain-text
+    subscripts in the prose (``V(s_t)``) are typeset; every page has one search field.
 
 One test here is *not* marked ``book``: the private list of practitioners' questions the authors work
 from is not part of the book, so no notebook, book page or package file may name it.
@@ -161,11 +166,99 @@ def _colab_prefix() -> str:
 
 @book
 def test_colab_launch_link_on_notebook_pages(pages):
+    import json
+
+    import yaml
+
     colab = _colab_prefix()
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     for name, soup in _notebook_pages(pages).items():
         want = f"{colab}{name}.ipynb"
         hrefs = [a["href"] for a in soup.find_all("a", href=True)]
         assert want in hrefs, f"{name}: no Colab launch link {want}"
+        cells = json.loads((ROOT / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+        install = "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+        assert f'git+{repo["url"]}@{repo["branch"]}"' in install, (
+            f"{name}: the Colab button opens {repo['branch']} but the install cell installs another ref; "
+            "run python scripts/sync_home.py"
+        )
+
+
+def _ext():
+    """book/_ext/rltutor_offline.py (needs Sphinx, from the book extra)."""
+    import importlib.util
+
+    pytest.importorskip("sphinx")
+    spec = importlib.util.spec_from_file_location("rltutor_offline", ROOT / "book" / "_ext" / "rltutor_offline.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_api_values_are_short_and_paths_hidden():
+    """What the API reference shows as a constant's value (book/_ext: value_summary)."""
+    ext = _ext()
+    assert ext.value_summary(("quick", "full")) == "('quick', 'full')"
+    assert ext.value_summary(ROOT / "rltutor" / "data") is None  # the build machine's folder
+    many = {f"estimator_{i}": {"lr": 1e-3, "epochs": i} for i in range(10)}
+    shown = ext.value_summary(many)
+    assert shown.startswith("{'estimator_0': ..., 'estimator_1': ...") and shown.endswith(", ...}")
+    assert len(shown) <= 2 * ext.MAX_VALUE
+    assert ext.value_summary(list(range(100))) == "[0, 1, 2, 3, 4, 5, ...]"
+    assert ext.value_summary(object()) is None or len(ext.value_summary(object())) <= ext.MAX_VALUE
+
+
+def test_api_plain_text_subscripts_are_typeset():
+    ext = _ext()
+
+    def render(text):
+        got = ext._subscripts(text)
+        return (
+            None
+            if got is None
+            else "".join(f"_[{n.astext()}]" if n.tagname == "subscript" else n.astext() for n in got)
+        )
+
+    assert render("V(s_t) for every step") == "V(s_[t]) for every step"
+    assert render("pi_old(a_t | s_t) and delta_{t+1}") == "π_[old](a_[t] | s_[t]) and δ_[t+1]"
+    assert render("group_ids, n_embd, max_new_tokens, rltutor.x_y, ratio_t") is None  # identifiers stay
+
+
+@book
+def test_api_reference_reads_as_a_reference(html_dir):
+    soup = _soup(html_dir / "book" / "api.html")
+    text = soup.get_text(" ")
+    assert "Should be overridden by all subclasses" not in text, "a method without a docstring of its own"
+    assert "PosixPath(" not in text and str(ROOT) not in text and "/tmp/" not in text, "a build machine's path"
+    defs = soup.find_all("dt", class_="sig")
+    assert len(defs) > 50, f"only {len(defs)} documented objects: did autodoc import the package?"
+    long_values = [
+        dt.get_text(" ", strip=True)[:120]
+        for dt in defs
+        if any(len(v.get_text()) > 200 for v in dt.select("em.property"))
+    ]
+    assert not long_values, f"values shown whole in a signature: {long_values}"
+    run_together = [
+        dt.get_text(strip=True)
+        for dt in soup.select("dd dl.simple:not(.field-list) > dt")
+        if dt.get_text(strip=True) in ("Args:", "Returns:")
+    ]
+    assert not run_together, f"{len(run_together)} Args/Returns sections rendered as run-on paragraphs (napoleon?)"
+    fields = [f.get_text(strip=True) for f in soup.select("dl.field-list > dt")]
+    assert "Parameters:" in fields or "Parameters" in fields, "no function has a Parameters field list"
+    prose = []
+    for dd in soup.find_all("dd"):
+        for node in dd.find_all(string=True):
+            if node.find_parent(["pre", "code", "sub", "a"]) is None:
+                prose.append(str(node))
+    raw = sorted(set(re.findall(r"(?<![\w.])[A-Za-z]_t\b", " ".join(prose))))
+    assert not raw, f"plain-text subscripts left in the API reference's prose: {raw}"
+
+
+@book
+def test_one_search_field_per_page(pages):
+    many = {name: n for name, soup in pages.items() if (n := len(soup.select(".search-button-field"))) != 1}
+    assert not many, f"pages with other than one search field (the sidebar's): {many}"
 
 
 @book
