@@ -15,14 +15,29 @@ VPY=.venv/bin/python
 # MathJax, require.js and the widget manager for the book's pages, at the versions pinned in
 # scripts/web_assets.py (from the npm registry; returns at once when they are already there).
 "$VPY" scripts/web_assets.py
-EXTRAS=${RLTUTOR_EXTRAS:-book,test}
-stamp_key="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)-$EXTRAS"
-if [ -f .setup-stamp ] && [ "$(cat .setup-stamp)" = "$stamp_key" ] && "$VPY" -c "import rltutor, torch" 2>/dev/null; then
-    exit 0
+# The stamp records what was installed: a hash of pyproject.toml and this script, then the extras. The
+# install is skipped when the hash matches and the extras asked for are among those installed, so a
+# superset satisfies a subset (scripts/test.sh asks for book,test,ray; scripts/book.sh for book,test:
+# run alternately, neither reinstalls). With the hash unchanged, new extras are added to the old ones.
+extras_list() { tr ', ' '\n\n' | sed '/^$/d' | sort -u; }
+WANT=$(printf '%s' "${RLTUTOR_EXTRAS:-book,test}" | extras_list)
+HASH=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+HAVE_HASH="" HAVE=""
+if [ -f .setup-stamp ]; then
+    HAVE_HASH=$(sed -n 1p .setup-stamp)
+    HAVE=$(sed -n '2,$p' .setup-stamp | extras_list)
 fi
+if [ "$HAVE_HASH" = "$HASH" ]; then
+    missing=$(comm -23 <(printf '%s\n' "$WANT") <(printf '%s\n' "$HAVE") | sed '/^$/d')
+    if [ -z "$missing" ] && "$VPY" -c "import rltutor, torch" 2>/dev/null; then
+        exit 0
+    fi
+    WANT=$(printf '%s\n%s\n' "$WANT" "$HAVE" | extras_list)
+fi
+EXTRAS=$(printf '%s\n' "$WANT" | paste -sd, -)
 "$VPY" -m pip install -q --upgrade pip
 if ! "$VPY" -c "import torch" 2>/dev/null; then
     "$VPY" -m pip install -q "torch==2.13.0"
 fi
 "$VPY" -m pip install -q -e ".[$EXTRAS]"
-echo "$stamp_key" > .setup-stamp
+printf '%s\n%s\n' "$HASH" "$WANT" > .setup-stamp

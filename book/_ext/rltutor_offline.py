@@ -24,6 +24,14 @@
   constant: napoleon would take the words before a colon there for a type (``Config.env_options``).
   The docstrings write maths in plain text (``V(s_t)``, ``pi_old``, ``delta_t``); in their prose, outside
   code, such a subscript is typeset as one (``V(s<sub>t</sub>)``, Greek names as letters: ``π<sub>old</sub>``).
+* The notebooks' kernels talk to the build over CurveZMQ-encrypted TCP: unencrypted, each kernel logs
+  "Kernel is running over TCP without encryption" (ipykernel 7.4), one warning per notebook per build.
+  jupyter_client 8.10 provisions Curve keys for a kernel whose kernelspec declares
+  ``supported_encryption: curve`` (ipykernel's does) when the manager's ``transport_encryption`` is
+  ``"auto"``; myst-nb passes no settings to the kernel manager it creates (jupyter_cache's
+  ``single_nb_execution``), so that trait's default is set for this process. A kernel without Curve
+  support still starts, unencrypted (and warns). The IPC transport would also silence it, but its socket
+  paths are relative to the process's folder while each kernel runs in its notebook's: it hangs.
 """
 
 from __future__ import annotations
@@ -64,6 +72,19 @@ WIDGETS_JS = (
     " }"
     "});"
 )
+
+
+def _encrypted_kernels() -> None:
+    """Every kernel this build starts gets manager-provisioned Curve keys where it supports them (see the
+    module docstring)."""
+    try:
+        import zmq
+        from jupyter_client.manager import KernelManager
+    except ImportError:  # no notebooks to execute without them
+        return
+    trait = KernelManager.class_traits().get("transport_encryption")
+    if trait is not None and zmq.has("curve"):  # jupyter_client >= 8.10, libzmq built with libsodium
+        trait.default_value = "auto"
 
 
 def _config_inited(app, config) -> None:
@@ -240,6 +261,7 @@ def _napoleon_except_attributes(app) -> None:
 
 
 def setup(app):
+    _encrypted_kernels()
     app.setup_extension("sphinx.ext.autodoc")
     app.setup_extension("sphinx.ext.napoleon")
     _napoleon_except_attributes(app)
