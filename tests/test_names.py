@@ -30,6 +30,7 @@ import ast
 import builtins
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import json
 import re
@@ -280,7 +281,11 @@ def _role_resolves(target: str, mod: str, cls: str | None) -> bool:
         return True
     if hasattr(builtins, target):
         return True
-    return resolve(target) if "." in target else False
+    if "." not in target:
+        return False
+    if importlib.util.find_spec(target.split(".")[0]) is None:  # another package, not installed here
+        return True
+    return resolve(target)
 
 
 def missing_roles(entries) -> list[str]:
