@@ -137,8 +137,8 @@ def readme_block(url: str, ref: str) -> str:
         f"{README_START}\n"
         f"- Repository: {url}\n"
         f"- The book: {pages_url(url)}\n"
-        f'- Install {_what(ref)}: `pip install "{install_requirement(url, ref)}"` (what each notebook\'s\n'
-        f"  first cell runs on Colab; the book's Colab buttons open the notebooks at `{ref}` too)\n"
+        f'- Install {_what(ref)}: `pip install "{install_requirement(url, ref)}"`\n'
+        f"  (what each notebook's first cell runs on Colab; the book's Colab buttons open the notebooks at `{ref}`)\n"
         f"{README_END}"
     )
 
