@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -135,3 +136,15 @@ def test_a_new_home_is_one_edit_and_one_run(tmp_path):
         first_code = next(i for i, c in enumerate(a["cells"]) if c["cell_type"] == "code")
         assert changed == [first_code]
         assert json.dumps(b, indent=1, ensure_ascii=False) + "\n" == text
+
+
+def test_the_license_is_an_spdx_expression_matching_the_license_file():
+    """pyproject.toml names the license as an SPDX expression with its file (PEP 639), the form setuptools
+    accepts after 2027-02-18 (the table ``{ text = "MIT" }`` warned at every build), and it is the one the
+    LICENSE file holds; setuptools >= 77 reads that form."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^license = "MIT"', text, re.M), 'project.license must be the SPDX string, e.g. license = "MIT"'
+    assert not re.search(r"^license\s*=\s*\{", text, re.M), "project.license as a table is deprecated"
+    assert re.search(r'^license-files = \["LICENSE"\]', text, re.M)
+    assert re.search(r'requires = \["setuptools>=(7[7-9]|[89]\d)', text), "the SPDX form needs setuptools >= 77"
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n")
