@@ -337,8 +337,9 @@ def test_resume_refuses_flags_that_contradict_the_stored_config(tmp_path, capsys
         assert main(["train", "--out", str(out), "--resume", "--no-progress", *extra]) == 2, extra
         err = capsys.readouterr().err
         assert needle in err and "contradict" in err and len(err.strip().splitlines()) == 1, err
-    # the same values are no contradiction: the first command line plus --resume works
-    assert main(small_run(out, "--seed", "1", "--algo", "ppo", "--resume", "--steps", "400")) == 0
+    # the same values are no contradiction: the first command line plus --resume works (the first run did
+    # 2 updates of 8 x 32 steps: 512, so the new budget must lie above that)
+    assert main(small_run(out, "--seed", "1", "--algo", "ppo", "--resume", "--steps", "800")) == 0
 
 
 # --- metrics as the run goes, Ctrl-C ------------------------------------------------------------
