@@ -107,7 +107,7 @@ def _to_plain(x):
         a = np.asarray(x)
         if a.dtype.kind not in "biuf":
             raise ValueError(f"a checkpoint stores numeric numpy arrays only, got dtype {a.dtype}")
-        return {_NDARRAY: torch.from_numpy(np.ascontiguousarray(a).copy()), "scalar": isinstance(x, np.generic)}
+        return {_NDARRAY: torch.from_numpy(np.array(a, order="C")), "scalar": isinstance(x, np.generic)}  # a copy
     if isinstance(x, dict):
         return type(x)((k, _to_plain(v)) for k, v in x.items())
     if isinstance(x, list | tuple):
