@@ -55,6 +55,10 @@ longest default episode (32 turns x (24 + 128) tokens = 4,864) fits with room to
 MAX_ROLLOUT_ENVS = 4096
 """the most environment copies (episodes or segments) one update may collect: each holds its rows of the
 batch (CartPole: 500 steps x ~40 bytes per copy); 100,000 copies took 5 GB and 40 s before the first update"""
+MAX_SEGMENT_STEPS = 2**20
+"""the most steps num_envs x num_steps one "segments" update may collect (1,048,576): each step holds its
+observation, action, log-prob, value and reward (CartPole: ~40 bytes, 40 MB at the bound);
+num_steps=10^11 asked numpy for 11.6 TiB"""
 ROLLOUTS = ("segments", "episodes")
 NORM_ADV = ("none", "batch", "minibatch")
 MLP_FIELDS = ("hidden", "shared_trunk")
@@ -324,6 +328,12 @@ class Config:
         if self.env in AGENT_ENVS:
             self._check_agent()
         self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
+        if self.rollout == "segments" and self.num_envs * self.num_steps > MAX_SEGMENT_STEPS:
+            raise ValueError(
+                f"num_envs x num_steps = {self.num_envs} x {self.num_steps:,} = {self.num_envs * self.num_steps:,} "
+                f"steps per update is more than {MAX_SEGMENT_STEPS:,} (each held in memory: "
+                "rltutor.config.MAX_SEGMENT_STEPS); lower --set num_steps or --set num_envs"
+            )
         if self.rollout_envs > MAX_ROLLOUT_ENVS:
             what = "num_envs" if self.rollout == "segments" else f"group_size x num_groups = {self.group_size} x"
             what += "" if self.rollout == "segments" else f" {self.num_groups}"

@@ -251,6 +251,7 @@ BAD_INPUT = [
     (["--algo", "grpo", "--group-size", "100000", "--steps", "64"], "lower --group-size or --set num_groups"),
     (["--algo", "grpo", "--group-size", "100", "--steps", "64"], "100 x 4 = 400 episodes of at least one step each"),
     (["--set", "num_envs=5000"], "num_envs = 5,000 environment copies per update is more than 4,096"),
+    (["--set", "num_steps=99999999999"], "steps per update is more than 1,048,576"),
 ]
 
 
