@@ -102,28 +102,36 @@ _NDARRAY = "__ndarray__"  # marks a numpy array (or scalar) stored as a tensor i
 
 def _to_plain(x):
     """``x`` with every numpy array and numpy scalar replaced by ``{_NDARRAY: tensor, "scalar": bool}``,
-    through dicts, lists and tuples: what ``torch.load(..., weights_only=True)`` can read back."""
+    through dicts, lists and tuples: what ``torch.load(..., weights_only=True)`` can read back. A container
+    without numpy inside is returned as it is (a module's state_dict keeps its ``_metadata``)."""
     if isinstance(x, np.ndarray | np.generic):
         a = np.asarray(x)
         if a.dtype.kind not in "biuf":
             raise ValueError(f"a checkpoint stores numeric numpy arrays only, got dtype {a.dtype}")
         return {_NDARRAY: torch.from_numpy(np.array(a, order="C")), "scalar": isinstance(x, np.generic)}  # a copy
-    if isinstance(x, dict):
-        return type(x)((k, _to_plain(v)) for k, v in x.items())
-    if isinstance(x, list | tuple):
-        return type(x)(_to_plain(v) for v in x)
-    return x
+    return _rebuild(x, _to_plain)
 
 
 def _from_plain(x):
     """The inverse of :func:`_to_plain`: tagged tensors become numpy arrays (or scalars) again."""
+    if isinstance(x, dict) and set(x) == {_NDARRAY, "scalar"} and isinstance(x[_NDARRAY], torch.Tensor):
+        a = x[_NDARRAY].numpy().copy()
+        return a[()] if x["scalar"] else a
+    return _rebuild(x, _from_plain)
+
+
+def _rebuild(x, fn):
+    """``fn`` applied to the items of a dict, list or tuple ``x``; ``x`` itself if nothing changed."""
     if isinstance(x, dict):
-        if set(x) == {_NDARRAY, "scalar"} and isinstance(x[_NDARRAY], torch.Tensor):
-            a = x[_NDARRAY].numpy().copy()
-            return a[()] if x["scalar"] else a
-        return type(x)((k, _from_plain(v)) for k, v in x.items())
+        items = [(k, fn(v)) for k, v in x.items()]
+        same = all(new is old for (_, new), old in zip(items, x.values(), strict=True))
+        return x if same else type(x)(items)
     if isinstance(x, list | tuple):
-        return type(x)(_from_plain(v) for v in x)
+        items = [fn(v) for v in x]
+        same = all(new is old for new, old in zip(items, x, strict=True))
+        if same:
+            return x
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # a namedtuple takes fields
     return x
 
 
