@@ -45,7 +45,7 @@ from collections.abc import Callable
 
 import torch
 
-from rltutor.utils import check_choice, check_mask, check_same_shape, check_tensor, register_in
+from rltutor.utils import check_choice, check_mask, check_same_dtype, check_same_shape, check_tensor, register_in
 
 __all__ = [
     "discounted_returns",
@@ -83,16 +83,21 @@ def _check_token_inputs(mask: torch.Tensor, **tensors: torch.Tensor) -> torch.Te
         check_tensor(name, t, ndim=2)
         if not t.is_floating_point():
             raise ValueError(f"{name} must be a floating tensor, got dtype {t.dtype}; use .float()")
-    (n0, first), *rest = tensors.items()
-    for name, t in rest:  # mixed dtypes would give outputs of two dtypes: refuse rather than guess
-        if t.dtype != first.dtype:
-            raise ValueError(
-                f"{name} has dtype {t.dtype} but {n0} has dtype {first.dtype}; give them one "
-                f"dtype, e.g. {name}.to({n0}.dtype)"
-            )
+    check_same_dtype(**tensors)  # mixed dtypes would give outputs of two dtypes: refuse rather than guess
+    first = next(iter(tensors.values()))
     check_mask(mask, like=first)
     check_same_shape(**tensors)
     return mask.bool()
+
+
+def _check_overflow(what: str, dtype: torch.dtype, reason: str, inputs: torch.Tensor, *outputs: torch.Tensor) -> None:
+    """Finite inputs whose result overflowed ``dtype`` (inf): a ValueError naming the input range and the fix."""
+    if not all(bool(torch.isfinite(o).all()) for o in outputs):
+        raise ValueError(
+            f"{what} overflow {dtype}: {reason} more than it can hold "
+            f"(min {inputs.min().item():.3g}, max {inputs.max().item():.3g}); rescale the rewards"
+            + ("" if dtype == torch.float64 else " or compute in float64 (.double())")
+        )
 
 
 def _work_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -129,6 +134,9 @@ def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) 
         m = valid[:, t]
         running = torch.where(m, rewards[:, t] + gamma * running, running)
         out[:, t] = torch.where(m, running, 0.0)
+    _check_overflow(
+        "discounted returns", rewards.dtype, "the rewards' discounted sums reach", torch.where(valid, rewards, 0.0), out
+    )
     return out
 
 
@@ -181,6 +189,14 @@ def gae(
         lastgaelam = torch.where(m, a_t, lastgaelam)
         next_value = torch.where(m, values[:, t], next_value)
     returns = advantages + values
+    _check_overflow(
+        "GAE advantages",
+        rewards.dtype,
+        "the rewards' discounted sums reach",
+        torch.where(valid, rewards, 0.0),
+        advantages,
+        returns,
+    )
     return advantages, returns
 
 
@@ -298,11 +314,7 @@ def group_advantages(
         std = c * (zeros.index_add(0, inv, z**2) / (n - 1)).sqrt()  # std_g
         a = centred / (std[inv] + eps)  # (s_i - mean_g) / (std_g + eps); 0/0 only in dead groups
     a = torch.where(dead, 0.0, a).to(scores.dtype)  # a dead group carries no signal: exactly 0
-    if not torch.isfinite(a).all():
-        raise ValueError(
-            f"group advantages overflow {scores.dtype}: the scores span more than it can hold "
-            f"(min {scores.min().item():.3g}, max {scores.max().item():.3g}); rescale the rewards"
-        )
+    _check_overflow("group advantages", scores.dtype, "the scores span", scores, a)
     return a
 
 

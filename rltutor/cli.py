@@ -11,15 +11,20 @@ update: env_steps, episode_return = mean return of the episodes finished in that
 entropy, approx_kl, clip_frac, grad_norm, explained_variance, zero_std_frac, time_s...),
 ``learning_curve.png`` and ``checkpoint.pt``. metrics.csv grows by one flushed row per update, so a
 crash keeps the metrics so far. A folder that already holds a run is refused unless ``--resume`` (continue
-it, with its stored config: flags that contradict it are refused) or ``--overwrite`` (delete it first).
+it, with its stored config: flags that contradict it are refused, and so is a budget below the steps
+done; a hand-edited config.json is named and rewritten from the checkpoint) or ``--overwrite`` (delete
+it first). A run holds a lock on its folder (``OUT/.lock``, ``flock``: the system releases it when the
+process ends, even by a crash), so a second run into the same folder is refused while the first lives.
 Ctrl-C finishes the update, saves a checkpoint and says how to resume (exit 130). Bad input is one line
-on stderr and exit 2.
+on stderr and exit 2; a failed write (a full disk) is one line and exit 1, the files kept as the last
+complete write left them.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import glob
 import json
@@ -33,6 +38,10 @@ __all__ = ["main"]
 RUN_FILES = ("checkpoint.pt", "config.json", "metrics.csv")
 """files that mark a folder as holding a run"""
 OUTPUT_FILES = RUN_FILES + ("learning_curve.png",)
+LOCK_FILE = ".lock"
+"""held (flock) by the run that writes into the folder; left in place, empty, when the run ends"""
+CORRIDOR_FLAGS = (("--horizon", "horizon"), ("--reward-noise", "reward_noise"))
+"""the corridor's own flags and the env option each sets (plus --no-observe-progress)"""
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
@@ -109,6 +118,8 @@ def _parse_set(items: list[str]) -> dict:
 
 def _check_out(out: str) -> None:
     """``--out`` must be a folder we can create or write into; checked before anything is written."""
+    if not out.strip():
+        raise ValueError(f"--out must name a folder, got {out!r}; e.g. --out runs/ppo")
     if os.path.exists(out) and not os.path.isdir(out):
         raise ValueError(f"--out {out} is a file, not a folder; give a folder path")
     probe = os.path.abspath(out)
@@ -120,8 +131,76 @@ def _check_out(out: str) -> None:
         raise ValueError(f"--out {out}: cannot write into {probe} (permission denied); pick another folder")
 
 
+@contextlib.contextmanager
+def _locked(out: str, create: bool):
+    """Hold an exclusive lock on the run folder ``out`` (``out/.lock``) while the block runs.
+
+    A second run into the same folder finds the lock taken and is refused (ValueError) instead of
+    mixing its files with the first's. The lock is an ``flock`` on an open file, so the system drops
+    it when the process ends, however it ends: a crashed run leaves an empty ``.lock`` behind, never
+    a stale lock. With ``create``, the folder is made first; if the block then fails before anything
+    but the lock was written, the folder is removed again (bad input leaves nothing behind).
+    """
+    made = create and not os.path.isdir(out)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: cannot create the folder ({e.strerror}); pick another folder") from None
+    path = os.path.join(out, LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise ValueError(f"--out {out}: cannot create {path} ({e.strerror}); pick another folder") from None
+    ok = False
+    try:
+        if not _try_lock(fd):
+            raise ValueError(
+                f"{out} is in use by another rltutor run (it holds {path}); wait for it to end, or pick another --out"
+            )
+        yield
+        ok = True
+    finally:
+        os.close(fd)  # releases the lock
+        if made and not ok and os.listdir(out) == [LOCK_FILE]:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+                os.rmdir(out)
+
+
+def _try_lock(fd: int) -> bool:
+    """An exclusive, non-blocking lock on the open file ``fd``; False if another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _write_atomic(path: str, write) -> None:
+    """``write(tmp)`` then rename ``tmp`` to ``path``: a failed write (a full disk) leaves ``path`` as it
+    was and removes its temporary file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
 def plot_learning_curve(history, path: str, title: str = "") -> None:
-    """Save a PNG of episode return against environment steps."""
+    """Save a PNG of episode return against environment steps (atomically: a failed write keeps the old one)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,8 +214,10 @@ def plot_learning_curve(history, path: str, title: str = "") -> None:
     ax.set_title(title)
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        _write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+    finally:
+        plt.close(fig)
 
 
 def _agent_flags(args):
@@ -164,8 +245,8 @@ def _resume_conflicts(args, stored: dict) -> list[str]:
         *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _agent_flags(args)),
     ]
     bad = [f"{flag} {new} (the run's is {old!r})" for flag, new, old in given if new is not None and new != old]
-    if args.hide_progress and opts.get("observe_progress", True):
-        bad.append("--hide-progress (the run observes progress)")
+    if args.no_observe_progress and opts.get("observe_progress", True):
+        bad.append("--no-observe-progress (the run's corridor shows the agent its progress)")
     if args.hparams is not None:
         bad.append(f"--hparams {args.hparams} (applies to a new run only)")
     for k, v in _parse_set(args.set).items():
@@ -180,9 +261,18 @@ def _new_config(args):
     """The Config of a new run from the flags; bad values are a ValueError naming them."""
     from rltutor.config import Config, make_config, tuned_settings
 
-    algo, scale = args.algo or "ppo", args.scale or "quick"
+    algo = "ppo" if args.algo is None else args.algo  # --algo "" is an unknown name, not the default
+    scale = args.scale or "quick"
     overrides = {"scale": scale}
-    env = args.env or Config.env
+    env = Config.env if args.env is None else args.env
+    corridor = [flag for flag, key in CORRIDOR_FLAGS if getattr(args, key) is not None]
+    corridor += ["--no-observe-progress"] if args.no_observe_progress else []
+    if corridor and env != "corridor":
+        raise ValueError(
+            f"{' and '.join(corridor)} set{'s' if len(corridor) == 1 else ''} options of the corridor "
+            f"environment, not of {env!r}; drop {'it' if len(corridor) == 1 else 'them'} or use --env corridor "
+            "(an environment's own options go in --set env_options={...})"
+        )
     tuned = tuned_settings(algo, env, scale) if (args.hparams or "tuned") == "tuned" else None
     if tuned is not None:
         overrides.update(tuned)
@@ -208,12 +298,18 @@ def _new_config(args):
         env_options["horizon"] = args.horizon
     if args.reward_noise is not None:
         env_options["reward_noise"] = args.reward_noise
-    if args.hide_progress:
+    if args.no_observe_progress:
         env_options["observe_progress"] = False
     try:
         config = make_config(algo, env_options=env_options, **overrides)
     except (TypeError, KeyError) as e:  # a value of the wrong kind that the checks did not name
         raise ValueError(f"bad config value: {e}") from None
+    if config.rollout == "episodes" and config.rollout_envs > config.total_steps:
+        raise ValueError(
+            f"one update collects group_size x num_groups = {config.group_size} x {config.num_groups} = "
+            f"{config.rollout_envs} episodes of at least one step each, more than the whole budget of "
+            f"{config.total_steps} steps; lower --group-size (or --set num_groups) or raise --steps"
+        )
     if tuned is not None:
         print(f"using tuned settings for {algo} on {env} at {scale} scale (--hparams defaults for the preset's own)")
     return config
@@ -226,6 +322,35 @@ def _remove_run(out: str) -> None:
             os.remove(path)
     for tmp in glob.glob(os.path.join(glob.escape(out), "*.tmp*")):
         os.remove(tmp)
+
+
+def _config_file_note(path: str, stored: dict) -> str | None:
+    """What is wrong with the run's config.json next to its checkpoint's config, or None if they agree."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return f"{path} was missing; it is written again from the checkpoint"
+    try:
+        on_disk = json.loads(text)
+    except json.JSONDecodeError as e:
+        return f"{path} is not valid JSON ({e.msg} at line {e.lineno}); it is rewritten from the checkpoint"
+    expected = json.loads(json.dumps(stored))  # tuples as lists, as config.json spells them
+    if not isinstance(on_disk, dict):
+        return f"{path} holds a {type(on_disk).__name__}, not a config; it is rewritten from the checkpoint"
+    gone = object()
+    differ = sorted(k for k in set(on_disk) | set(expected) if on_disk.get(k, gone) != expected.get(k, gone))
+    if not differ:
+        return None
+    shown = "; ".join(
+        f"{k}: {on_disk.get(k, '(absent)')!r} in the file, {expected.get(k, '(absent)')!r} in the checkpoint"
+        for k in differ[:3]
+    )
+    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+    return (
+        f"{path} was edited ({shown}{more}); a resumed run continues with its checkpoint's config, so "
+        "config.json is rewritten from it (a new run with other settings needs another --out)"
+    )
 
 
 def _train(args) -> int:
@@ -242,18 +367,30 @@ def _train(args) -> int:
     if args.resume:
         if not os.path.exists(ckpt):
             raise ValueError(f"--resume: no checkpoint at {ckpt}; run without --resume first")
-        state = Trainer.read_checkpoint(ckpt)
-        bad = _resume_conflicts(args, state["config"])
-        if bad:
-            raise ValueError(
-                f"--resume continues the run in {args.out} with its stored config; these flags "
-                f"contradict it: {'; '.join(bad)}. Drop them (only --steps may change), or start a "
-                "new run in another --out"
-            )
-        budget = args.steps or dict(_parse_set(args.set)).get("total_steps")
-        trainer = Trainer.from_state(state, source=ckpt, **({"total_steps": budget} if budget else {}))
-    else:
-        config = _new_config(args)
+        with _locked(args.out, create=False):  # read the checkpoint only once no other run can write it
+            state = Trainer.read_checkpoint(ckpt)
+            bad = _resume_conflicts(args, state["config"])
+            if bad:
+                raise ValueError(
+                    f"--resume continues the run in {args.out} with its stored config; these flags "
+                    f"contradict it: {'; '.join(bad)}. Drop them (only --steps may change), or start a "
+                    "new run in another --out"
+                )
+            budget = args.steps or dict(_parse_set(args.set)).get("total_steps")
+            done = int(state["env_steps"])
+            if budget is not None and budget < done:
+                raise ValueError(
+                    f"--steps {budget} is below the {done} environment steps the run in {args.out} has "
+                    f"already done (its budget: {state['config'].get('total_steps')}); give --steps above "
+                    f"{done} to train longer, or leave --steps out to finish its own budget"
+                )
+            note = _config_file_note(os.path.join(args.out, "config.json"), state["config"])
+            trainer = Trainer.from_state(state, source=ckpt, **({"total_steps": budget} if budget else {}))
+            if note:
+                print(f"rltutor: note: {note}", file=sys.stderr)
+            return _run(args, trainer, ckpt)
+    config = _new_config(args)
+    with _locked(args.out, create=True):  # from the check to the last write: no second run can interleave
         found = [n for n in RUN_FILES if os.path.exists(os.path.join(args.out, n))]
         if found and not args.overwrite:
             raise ValueError(
@@ -271,31 +408,53 @@ def _train(args) -> int:
             ) from None
         if args.overwrite:
             _remove_run(args.out)
+        return _run(args, trainer, ckpt)
+
+
+def _run(args, trainer, ckpt: str) -> int:
+    """Write config.json, train (metrics.csv and checkpoint.pt as it goes), plot: the run itself."""
     config = trainer.config
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(config.to_dict(), f, indent=2)
     metrics = os.path.join(args.out, "metrics.csv")
     plot = os.path.join(args.out, "learning_curve.png")
     title = f"{config.algo} on {config.env}, seed {config.seed}"
+
+    def write_config(tmp: str) -> None:
+        with open(tmp, "w") as f:
+            json.dump(config.to_dict(), f, indent=2)
+
     try:
-        history = trainer.train(
-            progress=not args.no_progress, checkpoint=ckpt, checkpoint_every=args.checkpoint_every, metrics=metrics
-        )
-    except KeyboardInterrupt:
-        if trainer.last_saved is None:
-            print(f"rltutor: interrupted before the first checkpoint; nothing to resume in {args.out}", file=sys.stderr)
+        _write_atomic(os.path.join(args.out, "config.json"), write_config)
+        try:
+            history = trainer.train(
+                progress=not args.no_progress, checkpoint=ckpt, checkpoint_every=args.checkpoint_every, metrics=metrics
+            )
+        except KeyboardInterrupt:
+            if trainer.last_saved is None:
+                print(
+                    f"rltutor: interrupted before the first checkpoint; nothing to resume in {args.out}",
+                    file=sys.stderr,
+                )
+                return 130
+            if trainer.history:
+                plot_learning_curve(trainer.history_frame(), plot, title=title)
+            update, steps = trainer.last_saved
+            print(
+                f"rltutor: interrupted; {ckpt} holds update {update} ({steps} env steps); continue with: "
+                f"rltutor train --out {args.out} --resume",
+                file=sys.stderr,
+            )
             return 130
-        if trainer.history:
-            plot_learning_curve(trainer.history_frame(), plot, title=title)
-        update, steps = trainer.last_saved
+        plot_learning_curve(history, plot, title=title)
+    except OSError as e:  # a full disk, a folder removed under the run: the system's word, in one line
+        saved = trainer.last_saved
+        where = f"{ckpt} holds update {saved[0]} ({saved[1]} env steps)" if saved else "no checkpoint was written"
         print(
-            f"rltutor: interrupted; {ckpt} holds update {update} ({steps} env steps); continue with: "
-            f"rltutor train --out {args.out} --resume",
+            f"rltutor: error: writing the run failed ({e.strerror or e}: {e.filename or args.out}); every file "
+            f"in {args.out} is as its last complete write left it, {where}; fix the cause (free space?) "
+            f"and continue with: rltutor train --out {args.out} --resume",
             file=sys.stderr,
         )
-        return 130
-    plot_learning_curve(history, plot, title=title)
+        return 1
     last = history["return_last10"].iloc[-1] if len(history) else float("nan")
     print(
         f"done: {trainer.env_steps} env steps in {trainer.elapsed:.1f} s, mean return of the last 10 "
@@ -344,7 +503,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--group-size", type=int, default=None, help="G, episodes per group (GRPO family)")
     t.add_argument("--horizon", type=int, default=None, help="corridor length T")
     t.add_argument("--reward-noise", type=float, default=None, help="corridor reward noise std")
-    t.add_argument("--hide-progress", action="store_true", help="corridor: do not observe progress")
+    t.add_argument(
+        "--no-observe-progress",
+        action="store_true",
+        help="corridor: the agent's observation leaves out its progress along the corridor "
+        "(env option observe_progress=False; --no-progress is the progress bar)",
+    )
     t.add_argument("--context-budget", type=int, default=None, help="toolshell: tokens per context before compaction")
     t.add_argument("--compaction", default=None, help="toolshell: none, recent or summary")
     t.add_argument("--sub-advantage", default=None, help="toolshell: ppo_bootstrap, slime_grpo... (rltutor list)")

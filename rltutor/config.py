@@ -45,6 +45,20 @@ __all__ = [
     "lm_settings",
 ]
 
+MAX_SEED = 2**63 - 1
+"""the largest seed: torch's generators take a signed 64-bit integer"""
+MAX_CONTEXT_BUDGET = 8192
+"""the largest context_budget. The agent's TinyGPT allocates block_size = context_budget positions, and its
+attention a (T, T) mask per row: 8192 gives a 2 MB position table at n_embd=64 and a 64 MB mask, while the
+longest default episode (32 turns x (24 + 128) tokens = 4,864) fits with room to spare. 10^8 would ask for
+25.6 GB before the first step."""
+MAX_ROLLOUT_ENVS = 4096
+"""the most environment copies (episodes or segments) one update may collect: each holds its rows of the
+batch (CartPole: 500 steps x ~40 bytes per copy); 100,000 copies took 5 GB and 40 s before the first update"""
+MAX_SEGMENT_STEPS = 2**20
+"""the most steps num_envs x num_steps one "segments" update may collect (1,048,576): each step holds its
+observation, action, log-prob, value and reward (CartPole: ~40 bytes, 40 MB at the bound);
+num_steps=10^11 asked numpy for 11.6 TiB"""
 ROLLOUTS = ("segments", "episodes")
 NORM_ADV = ("none", "batch", "minibatch")
 MLP_FIELDS = ("hidden", "shared_trunk")
@@ -314,6 +328,20 @@ class Config:
         if self.env in AGENT_ENVS:
             self._check_agent()
         self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
+        if self.rollout == "segments" and self.num_envs * self.num_steps > MAX_SEGMENT_STEPS:
+            raise ValueError(
+                f"num_envs x num_steps = {self.num_envs} x {self.num_steps:,} = {self.num_envs * self.num_steps:,} "
+                f"steps per update is more than {MAX_SEGMENT_STEPS:,} (each held in memory: "
+                "rltutor.config.MAX_SEGMENT_STEPS); lower --set num_steps or --set num_envs"
+            )
+        if self.rollout_envs > MAX_ROLLOUT_ENVS:
+            what = "num_envs" if self.rollout == "segments" else f"group_size x num_groups = {self.group_size} x"
+            what += "" if self.rollout == "segments" else f" {self.num_groups}"
+            raise ValueError(
+                f"{what} = {self.rollout_envs:,} environment copies per update is more than {MAX_ROLLOUT_ENVS:,} "
+                "(each holds its rows of the batch in memory: rltutor.config.MAX_ROLLOUT_ENVS); lower "
+                + ("num_envs (--set num_envs)" if self.rollout == "segments" else "--group-size or --set num_groups")
+            )
         self.model = "gpt" if self.env in TOKEN_TASKS or self.env in AGENT_ENVS else "mlp"
 
     def _check_agent(self) -> None:
@@ -361,7 +389,14 @@ class Config:
             "max_obs_tokens",
         ):
             check_int(name, getattr(self, name), 1)
-        check_int("seed", self.seed, None)
+        check_int("seed", self.seed, 0, MAX_SEED, "torch's generators take a signed 64-bit seed")
+        check_int(
+            "context_budget",
+            self.context_budget,
+            1,
+            MAX_CONTEXT_BUDGET,
+            "the agent's model allocates a position per token of it (rltutor.config.MAX_CONTEXT_BUDGET)",
+        )
         check_int("sft_steps", self.sft_steps, 0)
         check_int("eval_every", self.eval_every, 0)
         check_int("keep_turns", self.keep_turns, 0)

@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import torch
 
-from rltutor.utils import check_choice, check_mask, check_same_shape, check_tensor, register_in
+from rltutor.utils import check_choice, check_mask, check_same_dtype, check_same_shape, check_tensor, register_in
 
 __all__ = [
     "masked_mean",
@@ -303,7 +303,12 @@ def policy_loss(
     for name, t in (("logp", logp), ("old_logp", old_logp), ("advantages", advantages)):
         _check_float(name, t)
     check_same_shape(logp=logp, old_logp=old_logp, advantages=advantages)
+    check_same_dtype(logp=logp, old_logp=old_logp, advantages=advantages)  # as the estimators: one dtype
     check_mask(mask, like=logp)
+    if logp.numel() == 0:
+        raise ValueError(
+            f"policy_loss got an empty batch (shape {tuple(logp.shape)}); give at least one row with a valid token"
+        )
     check_choice("policy loss kind", kind, POLICY_LOSSES)
     if agg is not None:
         check_choice("aggregation mode", agg, AGG_MODES)
@@ -349,13 +354,22 @@ def policy_loss(
         )
 
     if agg is None:
-        return loss_mat, stats
-    if per_seq is not None:
+        loss = loss_mat
+    elif per_seq is not None:
         rows = m.sum(-1) > 0
         if not rows.any():
             raise ValueError("policy_loss over an all-zero mask: no row has a valid token")
-        return per_seq[rows].mean(), stats
-    return _aggregate(loss_mat, m, agg), stats
+        loss = per_seq[rows].mean()
+    else:
+        loss = _aggregate(loss_mat, m, agg)
+    if not torch.isfinite(loss.detach()).all() and math.isfinite(stats["ratio_max"]):
+        # Finite inputs, finite ratios, yet an infinite loss: the advantages are too large for the dtype.
+        a = advantages.detach().abs().max().item()
+        raise ValueError(
+            f"policy_loss overflows {logp.dtype}: advantages up to {a:.3g} in magnitude times ratios up to "
+            f"{stats['ratio_max']:.3g} exceed what it can hold; whiten or rescale the advantages"
+        )
+    return loss, stats
 
 
 # ----------------------------------------------------------------------------------------------

@@ -47,6 +47,9 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
    and round differently): one ``torch.Generator`` drives sampling and
    minibatch shuffling, the environments own seeded numpy generators, and checkpoints save all of
    them, so a resumed run continues exactly like the uninterrupted one.
+   A checkpoint holds only tensors and plain data (numpy arrays become tensors, see
+   ``_to_plain``) and is read with ``torch.load(..., weights_only=True)``: loading a crafted file
+   cannot run code, it is refused.
 
 6. Metrics per update (``Trainer.history``, one dict each): ``env_steps``; ``episode_return`` (mean
    return of the episodes finished in this update) and ``return_last10``; ``policy_loss``,
@@ -71,7 +74,9 @@ import contextlib
 import copy
 import math
 import os
+import pickle
 import random
+import re
 import signal
 import sys
 import threading
@@ -88,7 +93,46 @@ from rltutor.utils import check_int, get_device, seed_everything
 
 __all__ = ["Trainer", "CHECKPOINT_FORMAT"]
 
-CHECKPOINT_FORMAT = "rltutor-checkpoint-v1"
+CHECKPOINT_FORMAT = "rltutor-checkpoint-v2"
+"""v2: tensors and plain data only, read with ``weights_only=True`` (v1 held pickled numpy arrays and
+gymnasium environments, which cannot be loaded without trusting the file)."""
+
+_NDARRAY = "__ndarray__"  # marks a numpy array (or scalar) stored as a tensor in a checkpoint
+
+
+def _to_plain(x):
+    """``x`` with every numpy array and numpy scalar replaced by ``{_NDARRAY: tensor, "scalar": bool}``,
+    through dicts, lists and tuples: what ``torch.load(..., weights_only=True)`` can read back. A container
+    without numpy inside is returned as it is (a module's state_dict keeps its ``_metadata``)."""
+    if isinstance(x, np.ndarray | np.generic):
+        a = np.asarray(x)
+        if a.dtype.kind not in "biuf":
+            raise ValueError(f"a checkpoint stores numeric numpy arrays only, got dtype {a.dtype}")
+        return {_NDARRAY: torch.from_numpy(np.array(a, order="C")), "scalar": isinstance(x, np.generic)}  # a copy
+    return _rebuild(x, _to_plain)
+
+
+def _from_plain(x):
+    """The inverse of :func:`_to_plain`: tagged tensors become numpy arrays (or scalars) again."""
+    if isinstance(x, dict) and set(x) == {_NDARRAY, "scalar"} and isinstance(x[_NDARRAY], torch.Tensor):
+        a = x[_NDARRAY].numpy().copy()
+        return a[()] if x["scalar"] else a
+    return _rebuild(x, _from_plain)
+
+
+def _rebuild(x, fn):
+    """``fn`` applied to the items of a dict, list or tuple ``x``; ``x`` itself if nothing changed."""
+    if isinstance(x, dict):
+        items = [(k, fn(v)) for k, v in x.items()]
+        same = all(new is old for (_, new), old in zip(items, x.values(), strict=True))
+        return x if same else type(x)(items)
+    if isinstance(x, list | tuple):
+        items = [fn(v) for v in x]
+        same = all(new is old for new, old in zip(items, x, strict=True))
+        if same:
+            return x
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # a namedtuple takes fields
+    return x
 
 
 def _finite(**tensors: torch.Tensor | None) -> str | None:
@@ -428,29 +472,34 @@ class Trainer:
     # ------------------------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
-        """Everything a resumed run needs: config, weights, optimizer, every random state, the history."""
-        return {
-            "format": CHECKPOINT_FORMAT,
-            "config": self.config.to_dict(),
-            "policy": self.policy.state_dict(),
-            "ref_policy": None if self.ref_policy is None else self.ref_policy.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "generator": self.generator.get_state(),
-            "torch_rng": torch.get_rng_state(),
-            "numpy_rng": np.random.get_state(),
-            "python_rng": random.getstate(),
-            "collector": self.collector.state_dict(),
-            "update_idx": self.update_idx,
-            "env_steps": self.env_steps,
-            "elapsed": self.elapsed,
-            "history": self.history,
-            "episodes": self.episodes,
-            "lr_schedule": {
-                "anchor_steps": self.lr_anchor_steps,
-                "anchor_lr": self.lr_anchor,
-                "horizon": self.lr_horizon,
-            },
-        }
+        """Everything a resumed run needs: config, weights, optimizer, every random state, the history.
+
+        Tensors and plain data only (numpy arrays as tagged tensors, see ``_to_plain``), so that
+        :meth:`read_checkpoint` can load it with ``weights_only=True``."""
+        return _to_plain(
+            {
+                "format": CHECKPOINT_FORMAT,
+                "config": self.config.to_dict(),
+                "policy": self.policy.state_dict(),
+                "ref_policy": None if self.ref_policy is None else self.ref_policy.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "generator": self.generator.get_state(),
+                "torch_rng": torch.get_rng_state(),
+                "numpy_rng": np.random.get_state(),
+                "python_rng": random.getstate(),
+                "collector": self.collector.state_dict(),
+                "update_idx": self.update_idx,
+                "env_steps": self.env_steps,
+                "elapsed": self.elapsed,
+                "history": self.history,
+                "episodes": self.episodes,
+                "lr_schedule": {
+                    "anchor_steps": self.lr_anchor_steps,
+                    "anchor_lr": self.lr_anchor,
+                    "horizon": self.lr_horizon,
+                },
+            }
+        )
 
     def save(self, path: str) -> None:
         """Write a checkpoint atomically (a temporary file, then a rename): a crash never leaves half a
@@ -469,17 +518,31 @@ class Trainer:
 
     @staticmethod
     def read_checkpoint(path: str) -> dict:
-        """Read and sanity-check a checkpoint file; raise ValueError if it is corrupt or foreign.
+        """Read and sanity-check a checkpoint file; raise ValueError if it is corrupt, foreign or unsafe.
 
-        Checkpoints hold pickled environment state, so load only files you made yourself.
+        The file is read with ``torch.load(..., weights_only=True)``: only tensors and plain data load,
+        so a file holding any other Python object (which unpickling could run as code) is refused
+        before anything in it runs.
         """
         try:
-            state = torch.load(path, map_location="cpu", weights_only=False)
+            state = torch.load(path, map_location="cpu", weights_only=True)
         except FileNotFoundError:
             raise
-        except Exception as e:  # truncated file, random bytes, wrong pickle...
+        except Exception as e:  # truncated file, random bytes, an object that is not plain data...
+            text = str(e)
+            found = re.search(r"GLOBAL (\S+) was not an allowed global", text)
+            if isinstance(e, pickle.UnpicklingError) and found:
+                raise ValueError(
+                    f"{path} is not a safe rltutor checkpoint: it holds a Python object ({found.group(1)}) "
+                    "other than tensors and plain data, which loading could run as code; refused, nothing in "
+                    f"it ran (a checkpoint of format {CHECKPOINT_FORMAT!r} holds none; an older rltutor's "
+                    "cannot be read safely: retrain)"
+                ) from None
+            detail = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", text)
+            lines = text.strip().splitlines()
+            first = detail.group(1) if detail else (lines[0] if lines else "")
             raise ValueError(
-                f"{path} is not a readable rltutor checkpoint ({type(e).__name__}: {e}); "
+                f"{path} is not a readable rltutor checkpoint ({type(e).__name__}: {first.strip()}); "
                 "it may be truncated or corrupt: use an earlier checkpoint"
             ) from None
         if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
@@ -488,7 +551,9 @@ class Trainer:
         missing = [k for k in keys if k not in state]
         if missing:
             raise ValueError(f"{path} lacks {missing}: it is incomplete; use an earlier checkpoint")
-        return state
+        if not isinstance(state["config"], dict):
+            raise ValueError(f"{path} holds a config of type {type(state['config']).__name__}, not a dict: corrupt")
+        return _from_plain(state)
 
     def load_state_dict(self, state: dict) -> None:
         """Restore everything from :meth:`state_dict`; checks first, so a mismatch changes nothing."""
@@ -561,17 +626,26 @@ class Trainer:
             config = Config.from_dict(state["config"])
         except (TypeError, ValueError) as e:
             raise ValueError(f"{source} holds a config this version cannot use: {e}") from None
+        if "total_steps" in overrides:
+            budget = check_int("total_steps", overrides["total_steps"], 1)
+            done = int(state["env_steps"])
+            if budget < done:
+                raise ValueError(
+                    f"a budget of total_steps={budget} is below the {done} environment steps {source} has "
+                    f"already done; give at least {done} (or leave the budget as it is)"
+                )
         trainer = cls(config, policy, collector)
         trainer.load_state_dict(state)
         if "total_steps" in overrides:
-            trainer.config.total_steps = check_int("total_steps", overrides["total_steps"], 1)
+            trainer.config.total_steps = budget
         return trainer
 
 
 class _CsvLog:
     """metrics.csv written as the run goes: one appended, flushed row per update; the whole file
     rewritten (atomically) from the history when a new column appears and on request, so that it always
-    equals ``pandas.DataFrame(history).to_csv(path, index=False)``."""
+    equals ``pandas.DataFrame(history).to_csv(path, index=False)``. A failed write (a full disk) leaves
+    the file as it was: a half-appended row is cut off again, a failed rewrite removes its temporary file."""
 
     def __init__(self, path: str):
         self.path = os.fspath(path)
@@ -598,9 +672,17 @@ class _CsvLog:
         if self.columns is None or not self.columns or set(row) - set(self.columns):
             self.rewrite(history)  # a new column: the header changes, so write the whole history
             return
-        with open(self.path, "a", newline="") as f:
-            pd.DataFrame([row], columns=self.columns).to_csv(f, header=False, index=False)
-            f.flush()
+        data = pd.DataFrame([row], columns=self.columns).to_csv(header=False, index=False).encode()
+        with open(self.path, "ab", buffering=0) as f:
+            end = f.seek(0, os.SEEK_END)
+            try:
+                done = 0
+                while done < len(data):  # an unbuffered write may write part of the row
+                    done += f.write(data[done:])
+            except BaseException:  # a full disk mid-row: cut the half row, so the file stays whole rows
+                with contextlib.suppress(OSError):
+                    os.truncate(self.path, end)
+                raise
 
 
 @contextlib.contextmanager

@@ -186,13 +186,29 @@ def check_choice(name: str, value: str, valid) -> str:
     return value
 
 
-def check_int(name: str, value, low: int | None = 1) -> int:
-    """``value`` must be an int (not a bool) of at least ``low``; the message names the field and the range."""
+def check_int(name: str, value, low: int | None = 1, high: int | None = None, why: str = "") -> int:
+    """``value`` must be an int (not a bool) in [``low``, ``high``]; the message names the field, the range
+    and, for the upper bound, ``why`` it exists."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if low is not None and value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if high is not None and value > high:
+        lo = "" if low is None else f"{low} <= "
+        raise ValueError(f"{name} must be an integer {lo}{name} <= {high:,}, got {value!r}{'; ' + why if why else ''}")
     return int(value)
+
+
+def check_same_dtype(**tensors: torch.Tensor) -> None:
+    """All given tensors must have one dtype: mixed dtypes would give results of two dtypes (and, in
+    float16, overflow where the other would not), so refuse rather than guess."""
+    (n0, first), *rest = tensors.items()
+    for name, t in rest:
+        if t.dtype != first.dtype:
+            raise ValueError(
+                f"{name} has dtype {t.dtype} but {n0} has dtype {first.dtype}; give them one "
+                f"dtype, e.g. {name}.to({n0}.dtype)"
+            )
 
 
 def check_number(

@@ -1,6 +1,7 @@
 """The command line writes what it promises."""
 
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -235,6 +236,22 @@ BAD_INPUT = [
     (["--env", "corridor", "--set", "env_options={'horizont': 3}"], "horizont"),
     (["--checkpoint-every", "0"], "--checkpoint-every"),
     (["--steps", "0"], "--steps"),
+    (["--env", "toolshell", "--context-budget", "99999999999999999999"], "context_budget <= 8,192"),
+    (["--env", "toolshell", "--context-budget", "100000000"], "context_budget <= 8,192"),
+    (["--seed", "99999999999999999999999"], "seed must be an integer 0 <= seed <= 9,223,372,036,854,775,807"),
+    (["--seed", "-1"], "seed must be an integer >= 0"),
+    (["--algo", ""], "unknown algorithm ''; valid: cispo"),
+    (["--env", ""], "unknown environment ''"),
+    (
+        ["--env", "toolshell", "--horizon", "5"],
+        "--horizon sets options of the corridor environment, not of 'toolshell'",
+    ),
+    (["--env", "toolshell", "--reward-noise", "0.1"], "--reward-noise sets options of the corridor"),
+    (["--env", "CartPole-v1", "--no-observe-progress"], "--no-observe-progress sets options of the corridor"),
+    (["--algo", "grpo", "--group-size", "100000", "--steps", "64"], "lower --group-size or --set num_groups"),
+    (["--algo", "grpo", "--group-size", "100", "--steps", "64"], "100 x 4 = 400 episodes of at least one step each"),
+    (["--set", "num_envs=5000"], "num_envs = 5,000 environment copies per update is more than 4,096"),
+    (["--set", "num_steps=99999999999"], "steps per update is more than 1,048,576"),
 ]
 
 
@@ -254,6 +271,13 @@ def test_a_bad_out_path_is_refused(tmp_path, capsys):
         assert main(["train", "--out", str(out), "--no-progress", "--steps", "200"]) == 2
         assert "is a file" in capsys.readouterr().err
     assert afile.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("out", ["", "   ", "/proc/rltutor-x"])
+def test_an_out_that_cannot_be_made_is_one_line(capsys, out):
+    assert main(["train", "--out", out, "--no-progress", "--steps", "200"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "--out" in err, err
 
 
 def test_an_unwritable_out_is_refused(tmp_path, capsys):
@@ -337,8 +361,9 @@ def test_resume_refuses_flags_that_contradict_the_stored_config(tmp_path, capsys
         assert main(["train", "--out", str(out), "--resume", "--no-progress", *extra]) == 2, extra
         err = capsys.readouterr().err
         assert needle in err and "contradict" in err and len(err.strip().splitlines()) == 1, err
-    # the same values are no contradiction: the first command line plus --resume works
-    assert main(small_run(out, "--seed", "1", "--algo", "ppo", "--resume", "--steps", "400")) == 0
+    # the same values are no contradiction: the first command line plus --resume works (the first run did
+    # 2 updates of 8 x 32 steps: 512, so the new budget must lie above that)
+    assert main(small_run(out, "--seed", "1", "--algo", "ppo", "--resume", "--steps", "800")) == 0
 
 
 # --- metrics as the run goes, Ctrl-C ------------------------------------------------------------
@@ -388,3 +413,163 @@ def test_a_crash_keeps_the_metrics_so_far(tmp_path, monkeypatch):
         main(small_run(out, "--steps", "2000"))
     m = pd.read_csv(out / "metrics.csv")
     assert list(m["update"]) == [1, 2, 3]
+
+
+# --- one folder, one run: the lock; what --resume finds --------------------------------------------
+
+
+def test_a_second_run_into_a_busy_folder_is_refused_and_a_crash_leaves_no_stale_lock(tmp_path, capsys):
+    """Two processes: a run in a subprocess holds the folder; this process's runs into it are refused
+    (new, --resume, --overwrite), nothing of the first run's is touched; once the first is killed (a crash),
+    the folder is free again."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rltutor.train import Trainer
+
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "rltutor", *small_run(out, "--steps", "10000000", "--checkpoint-every", "1")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.time() + 120
+        while not (out / "checkpoint.pt").exists():  # the first run is training and has saved once
+            assert first.poll() is None, first.stderr.read().decode()
+            assert time.time() < deadline, "the first run did not start"
+            time.sleep(0.2)
+        config = (out / "config.json").read_bytes()
+        for extra in (["--seed", "2"], ["--resume"], ["--seed", "2", "--overwrite"]):
+            assert main(small_run(out, *extra)) == 2, extra
+            err = capsys.readouterr().err
+            assert "is in use by another rltutor run" in err and len(err.strip().splitlines()) == 1, err
+        assert (out / "config.json").read_bytes() == config and first.poll() is None
+    finally:
+        first.send_signal(signal.SIGKILL)  # a crash: no clean exit, the system drops the lock
+        first.wait(timeout=60)
+    assert (out / ".lock").exists()
+    done = int(Trainer.read_checkpoint(out / "checkpoint.pt")["env_steps"])
+    assert main(["train", "--out", str(out), "--resume", "--no-progress", "--steps", str(done + 256)]) == 0
+
+
+def test_resume_names_a_hand_edited_or_broken_config_json_and_rewrites_it(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(small_run(out, "--seed", "1")) == 0
+    original = json.loads((out / "config.json").read_text())
+    capsys.readouterr()
+    edited = {**original, "lr": 0.5}
+    (out / "config.json").write_text(json.dumps(edited))
+    assert main(["train", "--out", str(out), "--resume", "--no-progress", "--steps", "800"]) == 0
+    err = capsys.readouterr().err
+    assert "config.json was edited (lr: 0.5 in the file" in err and len(err.strip().splitlines()) == 1, err
+    assert json.loads((out / "config.json").read_text())["lr"] == original["lr"]
+    (out / "config.json").write_text("{not json")
+    assert main(["train", "--out", str(out), "--resume", "--no-progress", "--steps", "1100"]) == 0
+    err = capsys.readouterr().err
+    assert "config.json is not valid JSON" in err and len(err.strip().splitlines()) == 1, err
+    assert main(["train", "--out", str(out), "--resume", "--no-progress", "--steps", "1400"]) == 0
+    assert "config.json" not in capsys.readouterr().err  # agrees with the checkpoint now: no word
+
+
+def test_resume_refuses_a_budget_below_the_steps_already_done(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(small_run(out, "--steps", "600")) == 0  # 3 updates of 8 x 32 steps: 768 done
+    before = {n: (out / n).read_bytes() for n in ("checkpoint.pt", "config.json", "metrics.csv")}
+    capsys.readouterr()
+    for extra in (["--steps", "100"], ["--set", "total_steps=767"]):
+        assert main(["train", "--out", str(out), "--resume", "--no-progress", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "below the 768 environment steps" in err and len(err.strip().splitlines()) == 1, err
+    assert {n: (out / n).read_bytes() for n in before} == before
+
+
+def test_the_corridor_option_flag_is_not_the_progress_bar(tmp_path):
+    out = tmp_path / "hidden"
+    assert main(["train", "--env", "corridor", "--no-observe-progress", *small_run(out)[1:]]) == 0
+    assert json.loads((out / "config.json").read_text())["env_options"] == {"observe_progress": False}
+    with pytest.raises(SystemExit):  # the old, ambiguous name is gone
+        main(["train", "--env", "corridor", "--hide-progress", *small_run(tmp_path / "old")[1:]])
+
+
+@pytest.mark.parametrize("victim", ["checkpoint", "metrics", "plot"])
+def test_a_full_disk_is_one_line_and_keeps_the_files_whole(tmp_path, capsys, monkeypatch, victim):
+    """Writes fail as on a full disk (OSError ENOSPC after part of the data is written): one line, exit 1,
+    and each file is either as its last complete write left it or absent; the run resumes from them."""
+    import errno
+
+    import torch
+
+    from rltutor.train import Trainer
+
+    out = tmp_path / "run"
+    calls = {"n": 0}
+    full = OSError(errno.ENOSPC, "No space left on device")
+
+    if victim == "checkpoint":
+        real = torch.save
+
+        def save(obj, f, *a, **k):
+            calls["n"] += 1
+            if calls["n"] < 3:
+                return real(obj, f, *a, **k)
+            with open(f, "wb") as fh:
+                fh.write(b"PK half a checkpoint")
+            raise full
+
+        monkeypatch.setattr(torch, "save", save)
+    elif victim == "metrics":
+        import rltutor.train as train_module
+
+        class HalfWrite:  # the appended row reaches the disk in part, then the disk is full
+            def __init__(self, f):
+                self.f = f
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.f.close()
+
+            def seek(self, *a):
+                return self.f.seek(*a)
+
+            def write(self, data):
+                self.f.write(bytes(data)[:7])
+                raise full
+
+        def fake_open(path, mode="r", *a, **k):
+            f = open(path, mode, *a, **k)
+            if str(path).endswith("metrics.csv") and "a" in mode:
+                calls["n"] += 1
+                if calls["n"] >= 3:
+                    return HalfWrite(f)
+            return f
+
+        monkeypatch.setattr(train_module, "open", fake_open, raising=False)
+    else:
+        import matplotlib.figure
+
+        def savefig(self, fname, *a, **k):
+            with open(fname, "wb") as fh:
+                fh.write(b"\x89PNG half")
+            raise full
+
+        monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    rc = main(small_run(out, "--steps", "2000", "--checkpoint-every", "2"))
+    err = capsys.readouterr().err
+    assert rc == 1 and len(err.strip().splitlines()) == 1 and "No space left on device" in err, err
+    assert "--resume" in err and "Traceback" not in err
+    monkeypatch.undo()
+    assert not [p for p in os.listdir(out) if ".tmp" in p]
+    state = Trainer.read_checkpoint(out / "checkpoint.pt")  # whole: the last complete save
+    m = pd.read_csv(out / "metrics.csv")
+    assert list(m["update"]) == list(range(1, len(m) + 1)) and m.notna()["env_steps"].all()
+    assert len(m) >= state["update_idx"]
+    assert json.loads((out / "config.json").read_text())["total_steps"] == 2000
+    assert not (out / "learning_curve.png").exists() or victim != "plot"
+    assert main(["train", "--out", str(out), "--resume", "--no-progress"]) == 0

@@ -4,6 +4,7 @@ handled as documented, never a silent NaN or inf."""
 from __future__ import annotations
 
 import math
+import re
 
 import hypothesis.strategies as st
 import pytest
@@ -139,3 +140,75 @@ def test_gae_rejects_bool_and_bad_discounts(name, value):
     if name == "gamma":
         with pytest.raises(ValueError, match="gamma must be a number in"):
             discounted_returns(r, m, value)
+
+
+# ----------------------------------------------------------------------------------------------
+# Overflow, empty batches and mixed dtypes: one-line ValueErrors naming the value and the fix
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype, big", [(torch.float32, 3e38), (torch.float16, 60000.0)])
+def test_gae_and_returns_refuse_to_overflow_into_inf(dtype, big):
+    r = torch.full((2, 4), big, dtype=dtype)  # finite in the dtype, but two of them add up past its maximum
+    v, m = torch.zeros(2, 4, dtype=dtype), torch.ones(2, 4)
+    for call in (lambda: gae(r, v, m), lambda: discounted_returns(r, m, 1.0)):
+        with pytest.raises(
+            ValueError, match=rf"overflow {dtype}.*max {re.escape(f'{big:.3g}')}.*rescale the rewards"
+        ) as e:
+            call()
+        assert "\n" not in str(e.value)
+    # the same rewards a little smaller stay finite and unchanged by the check
+    small = torch.full((2, 4), big / 8, dtype=dtype)
+    adv, ret = gae(small, v, m)
+    assert torch.isfinite(adv).all() and torch.isfinite(ret).all()
+    assert torch.equal(discounted_returns(small, m, 1.0), ret)
+
+
+def test_policy_loss_on_an_empty_batch_is_a_clear_error():
+    empty = torch.zeros(0, 4)
+    for agg in ("token-mean", None):
+        with pytest.raises(ValueError, match=r"empty batch \(shape \(0, 4\)\)"):
+            policy_loss(empty, empty, empty, empty, agg=agg)
+
+
+def test_policy_loss_refuses_mixed_dtypes_as_the_estimators_do():
+    lp, old, adv, m = batch()
+    for name, kw in (("old_logp", dict(old=old.double())), ("advantages", dict(adv=adv.double()))):
+        args = {"lp": lp, "old": old, "adv": adv, **kw}
+        with pytest.raises(
+            ValueError, match=rf"{name} has dtype torch.float64 but logp has dtype torch.float32.*\.to\("
+        ):
+            policy_loss(args["lp"], args["old"], args["adv"], m)
+    loss64, _ = policy_loss(lp.double(), old.double(), adv.double(), m)  # one dtype throughout: fine
+    assert loss64.dtype == torch.float64
+
+
+@pytest.mark.parametrize("kind", ["ppo", "gspo", "gmpo", "cispo", "reinforce"])
+def test_policy_loss_refuses_advantages_that_overflow_the_loss(kind):
+    lp, old, _, m = batch()
+    huge = torch.full_like(lp, 3e38)
+    with pytest.raises(ValueError, match=r"policy_loss overflows torch.float32: advantages up to 3e\+38.*rescale"):
+        policy_loss(lp, old, huge, m, kind=kind)
+    loss, _ = policy_loss(lp, old, huge / 1e10, m, kind=kind)  # large but representable: a finite loss
+    assert torch.isfinite(loss)
+
+
+def test_the_checks_change_no_result_on_valid_input():
+    lp, old, adv, m = batch(seed=4)
+    r, v = torch.randn(3, 5), torch.randn(3, 5)
+    a1, r1 = gae(r, v, m, gamma=0.9, lam=0.8)
+    manual = torch.zeros(3)
+    out = torch.zeros(3, 5)
+    nv = torch.zeros(3)
+    for t in reversed(range(5)):  # the recursion by hand over the valid steps
+        ok = m[:, t].bool()
+        a_t = r[:, t] + 0.9 * nv - v[:, t] + 0.9 * 0.8 * manual
+        out[:, t] = torch.where(ok, a_t, 0.0)
+        manual = torch.where(ok, a_t, manual)
+        nv = torch.where(ok, v[:, t], nv)
+    torch.testing.assert_close(a1, out)
+    loss, _ = policy_loss(lp, old, adv, m)
+    ratio = torch.exp(torch.where(m.bool(), lp - old, 0.0))
+    a = torch.where(m.bool(), adv, 0.0)
+    ref = torch.maximum(-a * ratio, -a * ratio.clamp(0.8, 1.2))
+    torch.testing.assert_close(loss, (ref * m).sum() / m.sum())

@@ -33,12 +33,15 @@ Implementation details
 2. Each copy owns a ``numpy.random.Generator``; it is only used at reset, so the dynamics are
    deterministic given the actions. A copy reset with seed ``s`` gets a fresh generator from ``s``.
 3. :class:`GymVecEnv` wraps any other gymnasium id (``Acrobot-v1``...) in a ``SyncVectorEnv`` with
-   ``AutoresetMode.SAME_STEP``; its state is saved by pickling the copies.
+   ``AutoresetMode.SAME_STEP``. Its state is plain data, never a pickle (a checkpoint must not be able
+   to run code): for each copy, the numeric attributes of the environment and of each wrapper around
+   it (classic control's physics ``state``, ``TimeLimit``'s step count...) and its random generator's
+   state. An environment whose state holds other objects (a Box2D world) cannot be saved and says so.
 """
 
 from __future__ import annotations
 
-import pickle
+import numbers
 
 import numpy as np
 
@@ -177,10 +180,103 @@ class GymVecEnv:
         return obs, reward.astype(np.float32), terminated, truncated, final_obs
 
     def state_dict(self) -> dict:
-        return {"envs": pickle.dumps(self.envs.envs)}
+        """Per copy, one dict per layer (the wrappers, then the environment itself): its numeric
+        attributes, and for the environment its generator's state. Plain data only, no pickle."""
+        return {"env_id": self.env_id, "copies": [_copy_state(self.env_id, e) for e in self.envs.envs]}
 
     def load_state_dict(self, state: dict) -> None:
-        envs = pickle.loads(state["envs"])
-        if len(envs) != self.num_envs:
-            raise ValueError(f"environment state holds {len(envs)} copies, expected {self.num_envs}")
-        self.envs.envs = envs
+        """Restore :meth:`state_dict`; everything is checked first, so a mismatch changes nothing."""
+        copies = state.get("copies") if isinstance(state, dict) else None
+        if not isinstance(copies, list) or state.get("env_id") != self.env_id:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(
+                f"not the state of a {self.env_id} GymVecEnv (expected env_id and copies, got {got}); "
+                "the checkpoint was made for another environment or by an older rltutor"
+            )
+        if len(copies) != self.num_envs:
+            raise ValueError(f"environment state holds {len(copies)} copies, expected {self.num_envs}")
+        plans = [_plan_copy(self.env_id, e, c) for e, c in zip(self.envs.envs, copies, strict=True)]
+        for plan in plans:  # every copy checked: now set
+            for layer, name, value in plan:
+                if name == _RNG:
+                    layer.np_random.bit_generator.state = value
+                else:
+                    setattr(layer, name, value)
+
+
+_RNG = "np_random (bit generator state)"  # the key under which a layer's generator state is stored
+
+
+def _layers(env) -> list:
+    """The wrappers around a gymnasium environment, outermost first, then the environment itself."""
+    out = [env]
+    while hasattr(out[-1], "env") and out[-1] is not out[-1].unwrapped:
+        out.append(out[-1].env)
+    return out
+
+
+def _plain(v) -> bool:
+    """A value a checkpoint can store: a number, bool, str, None, a numeric array, or a tuple of these."""
+    if v is None or isinstance(v, bool | str | numbers.Number | np.bool_):
+        return True
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "biuf"
+    return isinstance(v, tuple) and all(_plain(x) for x in v)
+
+
+def _static(name: str, v) -> bool:
+    """Attributes that are fixed at construction (spaces, spec, the wrapped env): not state."""
+    import gymnasium as gym
+
+    return (
+        name in ("env", "_saved_kwargs", "spec", "_cached_spec", "metadata", "_metadata", "_np_random")
+        or isinstance(v, gym.Space | gym.Env | gym.envs.registration.EnvSpec)
+        or name in ("screen", "clock", "viewer")  # rendering handles
+        or name == "_previous_data"  # PassiveEnvChecker's last output, kept only to warn about reused arrays
+    )
+
+
+def _copy_state(env_id: str, env) -> list[dict]:
+    layers = []
+    for layer in _layers(env):
+        attrs = {}
+        for name, v in vars(layer).items():
+            if _plain(v):
+                attrs[name] = v.copy() if isinstance(v, np.ndarray) else v
+            elif not _static(name, v):
+                raise ValueError(
+                    f"cannot save the state of {env_id}: {type(layer).__name__}.{name} is a {type(v).__name__}, "
+                    "not numbers or arrays; only environments whose state is plain data (classic control) "
+                    "can be checkpointed"
+                )
+        rng = getattr(layer, "_np_random", None)
+        if layer is env.unwrapped and rng is not None:
+            attrs[_RNG] = rng.bit_generator.state
+        layers.append({"class": type(layer).__name__, "attrs": attrs})
+    return layers
+
+
+def _plan_copy(env_id: str, env, saved) -> list[tuple]:
+    """The (layer, name, value) assignments that restore one copy; ValueError if ``saved`` does not fit."""
+    layers = _layers(env)
+    if not isinstance(saved, list) or len(saved) != len(layers):
+        raise ValueError(f"the saved state of a {env_id} copy does not match its {len(layers)} wrapper layers")
+    plan = []
+    for layer, s in zip(layers, saved, strict=True):
+        if not isinstance(s, dict) or s.get("class") != type(layer).__name__ or not isinstance(s.get("attrs"), dict):
+            raise ValueError(
+                f"the saved state of a {env_id} copy has layer {s.get('class') if isinstance(s, dict) else s!r} "
+                f"where this one has {type(layer).__name__}"
+            )
+        for name, v in s["attrs"].items():
+            if name == _RNG:
+                kind = type(layer.np_random.bit_generator).__name__ if layer is env.unwrapped else None
+                if not isinstance(v, dict) or v.get("bit_generator") != kind:
+                    raise ValueError(f"the saved state of a {env_id} copy has a generator state that does not fit")
+            elif name not in vars(layer) or not _plain(v):
+                raise ValueError(
+                    f"the saved state of a {env_id} copy sets {type(layer).__name__}.{name}, which "
+                    "this environment does not have as plain data"
+                )
+            plan.append((layer, name, v.copy() if isinstance(v, np.ndarray) else v))
+    return plan
