@@ -110,3 +110,23 @@ def test_unknown_env_and_bad_options_raise_with_the_valid_names():
         make_env("corridor", horizon=0)
     with pytest.raises(ValueError, match="no options"):
         make_env("CartPole-v1", horizon=10)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"horizon": 10**20}, "horizon must be <= 100,000"),
+        ({"horizon": True}, "horizon must be a positive integer"),
+        ({"reward_noise": float("inf")}, "finite and >= 0"),
+        ({"reward_noise": float("nan")}, "finite and >= 0"),
+        ({"reward_noise": "0.1"}, "reward_noise must be a number"),
+    ],
+)
+def test_corridor_refuses_settings_it_cannot_run_in_one_line(kwargs, words):
+    """A horizon of 1e20 asked numpy for an impossible array and an infinite noise std stopped training
+    later with a FloatingPointError; both are refused when the corridor is built, naming the setting."""
+    from rltutor.envs.corridor import Corridor
+
+    with pytest.raises(ValueError, match=words) as e:
+        Corridor(2, **kwargs)
+    assert "\n" not in str(e.value)
