@@ -114,7 +114,7 @@ def _agent_kwargs(config: Config) -> dict:
 
 
 def agent_env_factory(config: Config, env: ToolShell):
-    """``make_env() -> env``: copies of ``env``'s task settings, each in a :class:`~rltutor.guard.GuardedEnv`
+    """``make_env() -> env``: copies of ``env``'s task settings, each in a :class:`~rltutor.guard.wrapper.GuardedEnv`
     (one shared :meth:`~rltutor.guard.Guard.default` guard) when ``config.guard`` is not "none"."""
     knobs = env.knobs
     if config.guard == "none":

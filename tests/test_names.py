@@ -303,17 +303,8 @@ _GUARDED = "rltutor.guard.GuardedEnv"  # rltutor.guard exports Guard; the class 
 _TASKS = "rltutor.experiments.variance.TASKS"  # renamed CHAIN_TASKS with rltutor.analysis (CHANGELOG)
 PENDING_DOTTED = {
     f"notebooks/11_agents_compaction_guard.ipynb cell 33 (markdown): {_GUARDED}",
-    f"rltutor/build.py (rltutor.build docstring): {_GUARDED}",
-    f"rltutor/rollout/agent.py (rltutor.rollout.agent.AgentCollector docstring): {_GUARDED}",
-    f"rltutor/rollout/templates.py (rltutor.rollout.templates.TemplateCollector docstring): {_GUARDED}",
-    f"rltutor/experiments/explorer_data.py (rltutor.experiments.explorer_data.ExplorerGrid docstring): {_TASKS}",
 }
-PENDING_ROLES = {
-    f"rltutor/build.py (rltutor.build): {_GUARDED}",
-    f"rltutor/rollout/agent.py (rltutor.rollout.agent.AgentCollector): {_GUARDED}",
-    f"rltutor/rollout/templates.py (rltutor.rollout.templates.TemplateCollector): {_GUARDED}",
-    f"rltutor/experiments/explorer_data.py (rltutor.experiments.explorer_data.ExplorerGrid): {_TASKS}",
-}
+PENDING_ROLES: set[str] = set()
 
 
 def _assert_only_pending(bad: list[str], pending: set[str], what: str) -> None:

@@ -65,7 +65,7 @@ class ExplorerGrid:
     """The slider positions the static explorer offers (every combination is precomputed)."""
 
     tasks: tuple[str, ...] = ("corridor", "tokens", "corridor_dense")
-    """task presets of :data:`rltutor.experiments.variance.TASKS`"""
+    """task presets of :data:`rltutor.experiments.variance.CHAIN_TASKS`"""
     T: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
     """horizons (the x axis; the T slider moves the marker)"""
     G: tuple[int, ...] = (2, 4, 8, 16, 32)

@@ -259,7 +259,7 @@ class AgentCollector:
         make_env: ``make_env() -> env`` with ``reset(seed) -> statement``, ``step(command) -> (obs, reward,
             done, info)``, ``task.statement`` and an ``episode`` dict (``solved``, ``hacked``,
             ``honest_solve``, ``turns``): a :class:`~rltutor.envs.toolshell.ToolShell` or a
-            :class:`~rltutor.guard.GuardedEnv` around one.
+            :class:`~rltutor.guard.wrapper.GuardedEnv` around one.
         num_tasks: tasks per batch; group_size: G, episodes per task (one group).
         context_budget: the most tokens a context (a row) may hold; the model's block_size must reach it.
         compaction: ``"none"``, ``"recent"`` or ``"summary"`` (:mod:`rltutor.rollout.compaction`).

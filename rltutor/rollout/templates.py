@@ -356,7 +356,7 @@ class TemplateCollector:
     TemplatePolicy`; one row per episode (per sub-trajectory with a context budget), one step per turn.
 
     Args:
-        make_env: ``make_env() -> env`` (a ToolShell, or a :class:`~rltutor.guard.GuardedEnv` around one).
+        make_env: ``make_env() -> env`` (a ToolShell, or a :class:`~rltutor.guard.wrapper.GuardedEnv` around one).
         num_tasks: tasks per batch; group_size: G, episodes per task (one group, one task seed).
         turn_cost: reward subtracted on every turn (the price of a tool call; see the module docstring).
         max_cands: C, the most candidates a turn offers (the most recently mentioned are kept).
