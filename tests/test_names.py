@@ -300,7 +300,6 @@ def missing_roles(entries) -> list[str]:
 # Stale names in files the release helper of issue 19 does not own, reported to the lead with their fix.
 # Each entry must still be reported (the test fails once it is fixed, so that it leaves this list).
 _GUARDED = "rltutor.guard.GuardedEnv"  # rltutor.guard exports Guard; the class is rltutor.guard.wrapper.GuardedEnv
-_TASKS = "rltutor.experiments.variance.TASKS"  # renamed CHAIN_TASKS with rltutor.analysis (CHANGELOG)
 PENDING_DOTTED = {
     f"notebooks/11_agents_compaction_guard.ipynb cell 33 (markdown): {_GUARDED}",
 }
