@@ -157,6 +157,7 @@ def test_notebook_runs(path, tmp_path):
     records_file = tmp_path / "figures.jsonl"
     records_file.touch()
     env = {**os.environ, "IPYTHONDIR": str(ipython_dir), "RLTUTOR_FIGURE_RECORDS": str(records_file)}
+    env.pop("MPLBACKEND", None)  # the kernel's inline backend, as in the book build (Agg would show nothing)
     t0 = time.perf_counter()
     try:
         client.execute(env=env)
