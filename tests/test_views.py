@@ -129,3 +129,25 @@ def test_sentences_are_a_markdown_list_with_markdown_escaped():
     assert md.data.splitlines() == ["* ppo\\_head - grpo (reward): +0.010 \\*", "* second"]
     with pytest.raises(ValueError, match="at least one"):
         tables.sentences([])
+
+
+def test_show_source_folds_a_long_listing_and_shows_a_short_one(monkeypatch):
+    from IPython.display import Code
+
+    from rltutor.advantages import gae
+    from rltutor.train import Trainer
+    from rltutor.views import source
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    short = source.show_source(gae, max_lines=200)
+    assert isinstance(short, Code) and "def gae(" in short.data
+    n = len(source.source_of(Trainer.update).splitlines())
+    folded = source.show_source(Trainer.update, max_lines=n - 1)
+    page = folded._repr_html_()
+    assert page.startswith("<details><summary>Trainer.update: ") and f"{n} lines" in page
+    assert '<span class="nf">update</span>' in page  # highlighted, inside the fold
+    assert repr(folded) == source.source_of(Trainer.update)
+    assert len(shown) == 2 and "rltutor.train" in shown[1].data  # the module and line, above each listing
+    with pytest.raises(ValueError, match="max_lines"):
+        source.show_source(gae, max_lines=0)
