@@ -1,8 +1,8 @@
 """Tables and sentences on a book page: numbers a reader can read, text that wraps.
 
 * :func:`number` writes one number the way the book prints it: whole numbers without a decimal point,
-  others with four significant digits in plain decimals (``0.02624``, not ``2.624e-02``), and only very
-  small or very large magnitudes in scientific notation (``1.5e-08``);
+  others with four significant digits in plain decimals (``0.02624``, not ``2.624e-02``), and only
+  magnitudes under 1e-4 or from 1e7 in scientific notation (``1.5e-08``);
 * :func:`apply_table_style` makes it pandas' display format (a table's HTML and text alike) and shows
   every column and every cell in full (no ``...`` in a description, no hidden middle columns);
 * :func:`sentences` shows computed sentences (a verdict per line) as a Markdown list, which wraps at
@@ -19,7 +19,7 @@ SIGNIFICANT = 4
 
 
 def number(x, significant: int = SIGNIFICANT) -> str:
-    """``x`` as text: ``3`` for 3.0, ``0.02624`` for 0.026244, ``1.5e-08`` below 1e-5 (or from 1e7)."""
+    """``x`` as text: ``3`` for 3.0, ``0.02624`` for 0.026244, ``1.5e-08`` below 1e-4 (or from 1e7)."""
     if significant < 1:
         raise ValueError(f"significant must be >= 1, got {significant!r}; e.g. significant=4")
     x = float(x)
@@ -30,11 +30,11 @@ def number(x, significant: int = SIGNIFICANT) -> str:
     size = abs(x)
     if x.is_integer() and size < 1e15:
         return str(int(x))
-    if 1e-5 <= size < 1e7:
+    if 1e-4 <= size < 1e7:
         decimals = max(0, significant - 1 - math.floor(math.log10(size)))
         text = f"{x:.{decimals}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
-    return f"{x:.{max(significant - 3, 1)}e}"
+    return f"{x:.{max(significant - 3, 1)}e}"  # two significant digits at the default
 
 
 def apply_table_style() -> None:
