@@ -14,7 +14,8 @@ y-range of every shaded band. The test then asks that
   (``COLUMN_PX``) where it is wider (``tests/test_browser.py`` checks it again with the scale each image
   is really shown at, from the records saved as ``NN.figures.json`` beside the executed notebook);
 * no band of a bounded measure leaves its bounds: a y-axis labelled "(fraction ...)" shows a band
-  inside [0, 1] (``rltutor.views.plots.plot_band`` clips a band to the ``bounds`` it is given).
+  inside [0, 1], one labelled "(tokens)" or "(calls)" a band >= 0 (``rltutor.views.plots.plot_band``
+  clips a band to the ``bounds`` it is given).
 """
 
 import base64
@@ -108,8 +109,13 @@ def shown_px(record: dict) -> float:
 
 
 def bounded(ylabel: str) -> tuple[float, float] | None:
-    """The bounds a y-axis label promises: "(fraction ...)" means [0, 1]; None if it promises none."""
-    return (0.0, 1.0) if "(fraction" in ylabel else None
+    """The bounds a y-axis label promises: "(fraction ...)" means [0, 1], a count ("(tokens)", "(calls)")
+    means >= 0; None if it promises none."""
+    if "(fraction" in ylabel:
+        return (0.0, 1.0)
+    if "(tokens)" in ylabel or "(calls)" in ylabel:
+        return (0.0, float("inf"))
+    return None
 
 
 def figure_records(nb, lines: list[str]) -> list[dict]:
@@ -187,3 +193,31 @@ def test_notebook_runs(path, tmp_path):
     ]
     assert not small, f"{path.name}: text under {MIN_TEXT_PX:g} px in a figure:\n" + "\n".join(small)
     assert not outside, f"{path.name}: a band outside the bounds its axis names:\n" + "\n".join(outside)
+
+
+def test_the_figure_hook_records_the_smallest_text_and_every_band(tmp_path):
+    """The kernel's hook, run in a fresh interpreter: a 7 pt label at 100 dpi is 9.7 px, the band's range
+    is recorded as drawn, and the record's SHA-1 is that of the PNG's bytes (how the book finds it)."""
+    import subprocess
+    import sys
+
+    records = tmp_path / "records.jsonl"
+    script = FIGURE_HOOK + (
+        "\nimport hashlib, io\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots(figsize=(4, 3), dpi=100)\n"
+        "ax.fill_between([0, 1, 2], [-0.5, 0.0, 0.2], [0.5, 1.5, 0.9], alpha=0.2)\n"
+        "ax.set_ylabel('rate (fraction)')\nax.text(0.5, 0.5, 'small', fontsize=7)\nax.text(0.5, 0.2, '', fontsize=3)\n"
+        "buf = io.BytesIO()\nfig.savefig(buf, format='png', dpi=100)\n"
+        "print(hashlib.sha1(buf.getvalue()).hexdigest())\n"
+    )
+    env = {**os.environ, "RLTUTOR_FIGURE_RECORDS": str(records)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (record,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert record["min_pt"] == 7 and record["smallest"] == "small"  # the empty text is not drawn: not counted
+    assert abs(record["min_px"] - 7 * 100 / 72) < 1e-9 and record["width_px"] == 400
+    assert record["sha1"] == done.stdout.strip()
+    (band,) = record["bands"]
+    assert band["ylabel"] == "rate (fraction)" and band["ymin"] == -0.5 and band["ymax"] == 1.5
+    assert bounded(band["ylabel"]) == (0.0, 1.0) and bounded("return (steps)") is None
+    assert shown_px({"min_px": 14.0, "width_px": 2 * COLUMN_PX}) == 7.0  # shrunk to the column: half
