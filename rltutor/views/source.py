@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import inspect
 
-__all__ = ["source_of", "show_source", "MAX_LINES"]
+__all__ = ["source_of", "show_source", "Folded", "MAX_LINES"]
 
 MAX_LINES = 60
 """Listings up to this many lines are shown open; longer ones come folded, one click away."""
