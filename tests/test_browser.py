@@ -19,7 +19,12 @@ For every HTML page of the book (chapters, reference pages, index and search):
 6. no figure is shrunk to fit the column below ``MIN_FIGURE_SCALE`` of its size: the book's
    figures are drawn at 100 dpi with 10-11 pt text (14-15 px), so a 16-inch row of four panels
    shown in the 690 px column has 6 px labels; ``rltutor.views.plots.panel_grid`` adds rows instead;
-7. a full-page screenshot is saved to ``RLTUTOR_SCREENSHOTS`` (default: ``screenshots/`` beside the
+7. no text in a figure is under ``MIN_TEXT_PX`` as shown: ``tests/test_notebooks.py`` records, while
+   each chapter runs, every figure's smallest text in pixels at 100% (font size x dpi / 72), keyed by
+   the PNG's SHA-1, in ``NN.figures.json`` beside the executed notebooks (``RLTUTOR_EXECUTED_DIR``,
+   default ``executed/`` beside the HTML folder); here each image's bytes find their record, and the
+   size is multiplied by the scale the image is shown at (rendered width / natural width);
+8. a full-page screenshot is saved to ``RLTUTOR_SCREENSHOTS`` (default: ``screenshots/`` beside the
    HTML folder, i.e. ``_build/screenshots``); CI keeps them as an artifact.
 
 And on chapter 4, moving each slider of the static explorer redraws its figure.
@@ -27,13 +32,17 @@ And on chapter 4, moving each slider of the static explorer redraws its figure.
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import http.server
+import json
 import os
+import posixpath
 import shutil
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -56,6 +65,7 @@ INSTALL = (
 )
 EXPLORER_PAGE = "notebooks/04_variance_horizon.html"
 MIN_FIGURE_SCALE = 0.6  # shown width / drawn width: 10 pt tick labels stay >= 8 px high
+MIN_TEXT_PX = 9.0  # the smallest text in a figure, as shown (tests/test_notebooks.py: the same floor)
 
 
 def _html_dir() -> Path:
@@ -79,6 +89,48 @@ def _pages() -> list[str]:
     skip = {"_static", "_sources", "_images", "_downloads"}
     # index.html only sends the reader on to the first page (a meta refresh)
     return sorted(p.as_posix() for p in pages if p.parts[0] not in skip and p.as_posix() != "index.html")
+
+
+def _executed_dir() -> Path:
+    value = os.environ.get("RLTUTOR_EXECUTED_DIR")
+    return Path(value) if value else _html_dir().parent / "executed"
+
+
+@functools.cache
+def _figure_records() -> dict[str, dict]:
+    """The notebook test's figure records (``NN.figures.json``), by the SHA-1 of each PNG."""
+    out = {}
+    for path in sorted(_executed_dir().glob("*.figures.json")):
+        for record in json.loads(path.read_text()):
+            if record.get("sha1"):
+                out[record["sha1"]] = {**record, "notebook": path.name.removesuffix(".figures.json")}
+    return out
+
+
+def _image_sha1(page: str, src: str) -> str | None:
+    """The SHA-1 of the bytes an image of ``page`` shows (a data: URL or a file of the build)."""
+    if src.startswith("data:"):
+        return hashlib.sha1(base64.b64decode(src.split(",", 1)[1])).hexdigest()
+    path = _html_dir() / posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(urlsplit(src).path)))
+    return hashlib.sha1(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def _small_figure_text(page: str, figures: list) -> list[str]:
+    """Figures of ``page`` whose smallest text is under MIN_TEXT_PX at the scale they are shown at."""
+    records = _figure_records()
+    problems = []
+    for src, scale in figures:
+        sha = _image_sha1(page, src)
+        record = records.get(sha)
+        if record is None:
+            problems.append(f"no figure record for {src[:80]} (the notebook test records every figure it renders)")
+        elif record.get("min_px") is not None and record["min_px"] * scale < MIN_TEXT_PX:
+            problems.append(
+                f"figure text {record['smallest']!r} is {record['min_px'] * scale:.1f} px as shown "
+                f"({record['min_pt']:g} pt at {record['dpi']:g} dpi, shown at {scale:.0%}; cell {record['cell']} "
+                f"of {record['notebook']}): {src[:80]}"
+            )
+    return problems
 
 
 def _chromium() -> str | None:
@@ -280,9 +332,21 @@ def test_page_in_browser(browser, server, shots, page):
         for src, scale in found["figures"]
         if scale < MIN_FIGURE_SCALE
     ]
+    if page.startswith("notebooks/"):
+        problems += _small_figure_text(page, found["figures"])
     if found["pageWidth"] > WIDTH:
         problems.append(f"the page is {found['pageWidth']} px wide at a {WIDTH} px window (horizontal scroll)")
     assert not problems, f"{page}:\n" + "\n".join(problems)
+
+
+def test_every_chapter_has_its_figure_records():
+    """The records the figure-text check reads exist for every chapter page of the build."""
+    pages = [Path(p).stem for p in _pages() if p.startswith("notebooks/")]
+    missing = [p for p in pages if not (_executed_dir() / f"{p}.figures.json").is_file()]
+    assert not missing, (
+        f"no figure records in {_executed_dir()} for {missing}: run the notebooks with "
+        "RLTUTOR_EXECUTED_DIR set (tests/test_notebooks.py writes NN.figures.json; scripts/test.sh does it)"
+    )
 
 
 def test_static_explorer_sliders_redraw_the_figure(browser, server):
