@@ -297,12 +297,9 @@ def missing_roles(entries) -> list[str]:
     ]
 
 
-# Stale names in files the release helper of issue 19 does not own, reported to the lead with their fix.
-# Each entry must still be reported (the test fails once it is fixed, so that it leaves this list).
-_GUARDED = "rltutor.guard.GuardedEnv"  # rltutor.guard exports Guard; the class is rltutor.guard.wrapper.GuardedEnv
-PENDING_DOTTED = {
-    f"notebooks/11_agents_compaction_guard.ipynb cell 33 (markdown): {_GUARDED}",
-}
+# Stale names known and not yet fixed (none now). An entry must still be reported: the test fails once
+# it is fixed, so that it leaves this list.
+PENDING_DOTTED: set[str] = set()
 PENDING_ROLES: set[str] = set()
 
 
