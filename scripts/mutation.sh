@@ -2,7 +2,7 @@
 # Mutation testing of the math, the collectors' bootstrap and the trainer's update (not part of CI;
 # see CONTRIBUTING.md and the "Mutation testing" section of benchmarks/README.md).
 #
-#   bash scripts/mutation.sh                  # every curated mutant below (~15-20 min on 2 busy cores)
+#   bash scripts/mutation.sh                  # every curated mutant below (~13 min on 2 busy cores)
 #   bash scripts/mutation.sh kl_ vclip_       # only the mutants whose id starts with one of these
 #   bash scripts/mutation.sh --check          # every anchor is found exactly once; runs no test
 #   bash scripts/mutation.sh --mutmut [GLOB]  # mutmut's broad sweep in a throw-away copy (pip install mutmut)
@@ -12,9 +12,13 @@
 # replacement. For each one the script writes the mutant into the working tree, runs the fast tests
 # chosen for it (-x: it stops at the first failure) and puts the file back. The mutated files are
 # copied aside first and restored by a trap on exit, Ctrl-C and kill, so an interrupted run leaves the
-# tree as it found it. A mutant no test notices "survives": it needs a test (tests/test_update_mutations.py)
-# or a one-line reason (`why=`) saying why it changes nothing a reader sees. The table at the end gives
-# each mutant's fate; the exit status is 1 when a survivor has no reason or an anchor is not found.
+# tree as it found it (only a `kill -9` of this shell itself cannot be trapped: the originals then stay
+# in /tmp/rltutor-mutation-orig.*, and `git checkout rltutor` also restores a committed tree). Each
+# test run is a fork of one process that imported torch and pytest once, so a mutant costs seconds.
+# A mutant no test notices "survives": it needs a test (tests/test_update_mutations.py) or a one-line
+# reason (`why=`) saying why it changes nothing a reader sees. The table at the end gives each mutant's
+# fate; the exit status is 1 when a survivor has no reason or an anchor is not found (after a change
+# to the code, `--check` says which anchors to update).
 # Environment: PYTHON (default .venv/bin/python, else python3), MUTATION_TABLE (where the table is
 # also written; default /tmp/rltutor-mutation-table.txt), MUTATION_TIMEOUT (seconds per mutant, 300).
 set -euo pipefail
@@ -171,6 +175,9 @@ M("kl_loss_rows", T, 'kl_penalty(out["logp"], ref_logp[idx], c.kl_kind)', 'kl_pe
   "pi_ref's log-probs not indexed by the minibatch: rows misaligned")
 M("kl_loss_agg", T, "ref_logp[idx], c.kl_kind), m, c.agg)", "ref_logp[idx], c.kl_kind), m)", "update",
   "KL in the loss reduced by token-mean, not the run's agg")
+M("kl_batch_ref", T, 'ref_logp = batch.get("ref_logp")', "ref_logp = None", "update",
+  "log pi_ref supplied by the batch ignored (recomputed from the frozen copy)",
+  why="no shipped collector puts ref_logp in its batch (it is an undocumented hook for plug-in collectors), so nothing changes")
 M("kl_ref_moves", T, "self.ref_policy = copy.deepcopy(self.policy).requires_grad_(False).eval()", "self.ref_policy = self.policy", "update",
   "pi_ref is the live policy, not a frozen copy")
 M("kl_ref_grad", T, "copy.deepcopy(self.policy).requires_grad_(False).eval()", "copy.deepcopy(self.policy).eval()", "update",
@@ -227,7 +234,7 @@ M("dual_side", L, "loss = torch.where(advantages < 0, capped, loss)", "loss = to
   "dual clip applied to A > 0 instead of A < 0")
 M("dual_cap_sign", L, "pg3 = -advantages * dual_clip", "pg3 = advantages * dual_clip", "losses",
   "dual cap at +c A instead of -c A")
-M("dual_clipfrac", L, "clipped = clipped | ((advantages < 0) & (loss > pg3))", "clipped = clipped | (loss > pg3)", "losses",
+M("dual_clipfrac", L, "clipped = clipped | ((advantages < 0) & (loss > pg3))", "clipped = clipped | (loss > pg3)", "losses update",
   "dual-clip count without its A < 0 condition")
 M("dual_unused", T, "dual_clip=c.dual_clip,", "dual_clip=None,", "update train",
   "the trainer never passes dual_clip")
@@ -235,7 +242,7 @@ M("cispo_grad", L, "w = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high).deta
   "CISPO's IS weight not detached")
 M("gspo_grad", L, "log_sit = log_s.detach()[:, None] + logp - logp.detach()", "log_sit = log_s[:, None] + logp - logp.detach()", "losses",
   "GSPO's sequence ratio not detached")
-M("gmpo_unsigned", L, "log_ratio_min = sign * torch.minimum(sign * log_ratio, sign * log_ratio_clip)", "log_ratio_min = torch.minimum(log_ratio, log_ratio_clip)", "losses",
+M("gmpo_unsigned", L, "log_ratio_min = sign * torch.minimum(sign * log_ratio, sign * log_ratio_clip)", "log_ratio_min = torch.minimum(log_ratio, log_ratio_clip)", "losses update",
   "GMPO's clip not sign-aware")
 
 # --- the policy-loss aggregation ------------------------------------------------------------------
@@ -458,5 +465,9 @@ def main(argv):
     return 1 if n_bad else 0
 
 
-sys.exit(main(sys.argv[1:]))
+try:
+    sys.exit(main(sys.argv[1:]))
+except KeyboardInterrupt:
+    print("\ninterrupted: the mutated file was put back", file=sys.stderr)
+    sys.exit(130)
 PYTHON

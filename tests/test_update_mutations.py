@@ -4,6 +4,12 @@ Each test makes one update on a hand-made batch and checks one property of the l
 L = L_pi - c_ent * H + c_v * L_V: the entropy bonus raises the entropy, the value loss moves V toward
 the returns, minibatch whitening makes the update blind to the scale and offset of the advantages.
 scripts/mutation.sh checks that these tests notice such mutations.
+
+The second part (issue 19) covers the whole update: the KL to pi_ref in the reward and in the loss
+(k1, k2, k3), the value clip, the ratio and dual clips, the aggregation, the advantage whitening and the
+truncation bootstrap of the collectors. Each test there names the mutants of scripts/mutation.sh it
+kills; the mutants no test can kill, each with its reason, and the last run's table are in the
+"Mutation testing" section of benchmarks/README.md.
 """
 
 import math
@@ -333,9 +339,11 @@ def test_kl_in_the_reward_lowers_each_valid_reward_by_exactly_beta_kl(monkeypatc
     kl_flag_inverted, kl_both_paths."""
     beta = 0.5
     t = trainer(algo, kl_coef=beta, kl_in_reward=True, kl_kind=kind, norm_adv="none", ent_coef=0.0)
+    perturb(t.policy)  # pi_theta != pi_ref, so a KL term in the loss would show
     batch = hand_batch(critic=algo == "ppo", lengths=UNEVEN)
     m = batch["mask"]
-    ref = policy_out(t, batch)["logp"]  # pi_ref is the initial policy
+    with torch.no_grad():
+        ref = t.ref_policy.evaluate(batch)["logp"]
     g = torch.Generator().manual_seed(4)
     batch["logp"] = torch.where(m > 0, ref + 0.5 * torch.randn(B, T, generator=g), 3.0)  # junk on the padding
     seen = []
@@ -496,6 +504,46 @@ def test_the_dual_clip_caps_the_loss_of_negative_advantages_at_c_times_A(monkeyp
         else:
             assert row["policy_loss"] == pytest.approx(want, rel=1e-5) and row["clip_frac"] == 1.0
             assert not moved(before, t)
+
+
+def test_the_dual_clip_counts_only_the_tokens_it_caps_in_clip_frac(monkeypatch):
+    """Rows 0-2: rho = e^3 and A = -1 (capped at -c A = 3); rows 3-5: rho = 1 and A = +1 (nothing clipped).
+    clip_frac is the capped rows' share of the tokens, and the loss their token mean. Kills dual_clipfrac."""
+    t = trainer("grpo", dual_clip=3.0, ent_coef=0.0, norm_adv="none", agg="token-mean")
+    batch = hand_batch()
+    m = batch["mask"]
+    low = (torch.arange(B) < 3)[:, None].float()  # (B, 1) rows 0-2
+    batch["logp"] = policy_out(t, batch)["logp"] - 3.0 * low
+    adv = (1.0 - 2.0 * low) * m
+    monkeypatch.setattr(train_module, "compute_advantages", lambda *a, **k: (adv.clone(), None))
+    row = t.update(batch)
+    n_low, n = float((low * m).sum()), float(m.sum())
+    assert row["clip_frac"] == pytest.approx(n_low / n)
+    assert row["policy_loss"] == pytest.approx((3.0 * n_low - (n - n_low)) / n, rel=1e-5)
+
+
+def test_gmpo_clips_the_log_ratio_against_the_advantage_only():
+    """GMPO's clip is pessimistic: for A > 0 it may only lower a token's log-ratio (to clip_high), for A < 0
+    only raise it (to -clip_low). Two rows, log-ratios (1, -1), clip 0.4. Kills gmpo_unsigned."""
+    from rltutor.losses import policy_loss
+
+    old = torch.zeros(2, 2)
+    logp = torch.tensor([[1.0, -1.0], [1.0, -1.0]])
+    adv = torch.tensor([[1.0, 1.0], [-1.0, -1.0]])
+    loss, st = policy_loss(logp, old, adv, torch.ones(2, 2), kind="gmpo", clip_low=0.4, clip_high=0.4)
+    # row 0 (A = +1): logs (0.4, -1), mean -0.3, loss -e^-0.3; row 1 (A = -1): logs (1, -0.4), mean 0.3, loss +e^0.3
+    assert float(loss) == pytest.approx((-math.exp(-0.3) + math.exp(0.3)) / 2, rel=1e-6)
+    assert st["clip_frac"] == 0.5
+
+
+@pytest.mark.parametrize("mode", ["seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"])
+def test_sequence_means_count_only_rows_with_a_valid_token(mode):
+    """B' in (1/B') sum_i is the number of rows with at least one valid token: a row with none adds
+    nothing, neither to the sum nor to the count. Kills agg_empty_rows."""
+    g, mask = padded()
+    x = torch.randn(4, 5, generator=g)
+    with_empty = aggregate(torch.cat([x, torch.randn(1, 5, generator=g)]), torch.cat([mask, torch.zeros(1, 5)]), mode)
+    torch.testing.assert_close(with_empty, aggregate(x, mask, mode))
 
 
 @pytest.mark.parametrize("norm_adv", ["minibatch", "batch"])
