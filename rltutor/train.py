@@ -24,7 +24,8 @@ One update (:meth:`Trainer.update`), with the paper's symbols:
    ``kl_in_reward=False`` (GRPO style): + beta * agg(k3) added to the loss.
 3. Advantages A_t from ``rltutor.advantages.compute_advantages(estimator, ...)``. Estimators without
    a critic return ``returns=None``; the trainer then computes the discounted return-to-go R_t
-   itself, for the explained-variance diagnostic and the (unused) value target.
+   itself, for the explained-variance diagnostic and, with ``critic=True``, as the critic's target
+   (the KL penalty included when it is in the reward).
    Optional whitening of A over the batch (``norm_adv="batch"``) or per minibatch (``"minibatch"``,
    CleanRL's choice).
 4. ``epochs`` passes over the rows, each split into ``minibatches`` random minibatches of rows. For

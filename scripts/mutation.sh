@@ -254,7 +254,7 @@ M("agg_norm_B", L, "per_seq = seq_sum / (float(loss_mat.shape[-1])", "per_seq = 
   "Dr.GRPO's constant normalizer B instead of T")
 M("agg_empty_rows", L, "return (per_seq * rows).sum() / n_rows", "return per_seq.mean()", "losses inputs update",
   "sequence means count rows without a valid token")
-M("gmpo_empty_rows", L, "return per_seq[rows].mean(), stats", "return per_seq.mean(), stats", "losses update",
+M("gmpo_empty_rows", L, "loss = per_seq[rows].mean()", "loss = per_seq.mean()", "losses update",
   "GMPO's mean counts rows without a valid token")
 M("agg_unused", T, "agg=c.agg,", 'agg="token-mean",', "update",
   "the trainer ignores agg for the policy loss")
@@ -290,7 +290,7 @@ M("gae_lambda", A, "a_t = delta + gamma * lam * lastgaelam", "a_t = delta + gamm
   "GAE ignores lambda")
 M("gae_gamma_v", A, "delta = rewards[:, t] + gamma * next_value - values[:, t]", "delta = rewards[:, t] + next_value - values[:, t]", "adv",
   "TD residual without gamma on V(s_t')")
-M("gae_returns", A, "returns = advantages + values\n    return advantages, returns", "returns = advantages\n    return advantages, returns", "adv update",
+M("gae_returns", A, "returns = advantages + values\n    _check_overflow(", "returns = advantages\n    _check_overflow(", "adv update",
   "GAE returns without + V (critic regresses on A)")
 M("seg_trunc_obs", V, "rew_buf[t, truncated] += self.gamma * _value(policy, final_obs[truncated])", "rew_buf[t, truncated] += self.gamma * _value(policy, obs[truncated])", "rollout",
   "time-limit bootstrap from the next episode's first state, not s_T")
