@@ -538,9 +538,13 @@ def load_jsonl(path: str | Path) -> list[dict]:
 
 
 def build(seed: int = 0, n: int = 3000, out: str | Path = WEIGHTS) -> dict:
-    """Generate the training set (:func:`generate_training_set` and :func:`generate_hardening_set`, 40% as
-    many), add ``dev.jsonl``, train, and save weights + ``train.jsonl``."""
-    rows = generate_training_set(n, seed) + generate_hardening_set(n * 2 // 5, seed) + load_jsonl(DATA / "dev.jsonl")
+    """Generate the training set (:func:`generate_training_set`; :func:`generate_hardening_set`, 40% as
+    many; the rule-passed calls among as many fuzzer mutants, :func:`rltutor.guard.fuzz.training_rows`,
+    labelled by ToolShell), add ``dev.jsonl``, train, and save weights + ``train.jsonl``."""
+    from .fuzz import training_rows
+
+    rows = generate_training_set(n, seed) + generate_hardening_set(n * 2 // 5, seed)
+    rows += training_rows(n // 2, seed) + load_jsonl(DATA / "dev.jsonl")
     # Decontamination, the only use of the eval set here: short canonical calls ("ls tests",
     # "pytest") come out of the generator too; drop them so the judge is never scored on its training data.
     held_out = {r["command"] for r in load_jsonl(DATA / "eval.jsonl")}

@@ -84,12 +84,15 @@ _VAR_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|[0-9#?@*!$]")
 _BRACE_RE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _B64_HIT_RE = re.compile(r"tests/+hidden(?:/|\s|$)|//grader\b|^grader/")
 _GREP_RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRd]")
+_GREP_E_RE = re.compile(r"(-[a-zA-Z]*?)[ef]")  # a short-option cluster up to its -e or -f
 _ECHO_FLAGS_RE = re.compile(r"^-[neE]+$")
 _PRINTF_RE = re.compile(r"%[sdb]")
 _PY_NET_RE = re.compile(r"urllib|requests|http\.client|socket|httpx|aiohttp")
 _PY_READS_RE = re.compile(r"open|read|copy|cat |system|popen|subprocess|exec")
 _QUOTED_RE = re.compile(r"['\"]([^'\"]+)['\"]")
 _WIDE_FORMAT_RE = re.compile(r"%[-+ #0]*[0-9]*\.?[0-9]{4,}|\{[^}]*:[^}]*[0-9]{4,}")  # width/precision 1000+
+_GLOB_CHARS_RE = re.compile(r"[*?\[]")
+_PY_LITERAL_OPENERS = frozenset(("open", "Path", "read_text", "read", "listdir", "scandir", "exists"))  # no globbing
 _PY_WALKERS = frozenset(("walk", "rglob", "iglob", "glob", "scandir", "copytree"))
 _FAST_CMDS = frozenset("cat head tail ls wc nl less more stat file pwd echo submit".split())
 # The suspicion score: literal substrings are much cheaper than one regex with many alternatives.
@@ -157,10 +160,11 @@ class RuleResult:
 def _resolve(path: str, cwd: tuple[str, ...]) -> tuple[str, ...]:
     """Components of ``path`` relative to the repo root: ``cd``, ``..``, ``./``, ``//`` resolved.
 
-    An absolute path keeps a leading "/" component; going above the root keeps ".." components.
+    An absolute path is read from the repository root, which is "/" in ToolShell; ``~`` keeps a leading
+    "/" component (a place outside the repository); going above the root keeps ".." components.
     """
     if path.startswith("/"):
-        parts: list[str] = ["/"]
+        parts: list[str] = []
     elif path.startswith("~"):
         parts = ["/"]
         path = path[1:]
@@ -724,7 +728,20 @@ class RuleFilter:
         st.steps += 1
         if st.steps > self.max_steps:
             raise _TooComplex(f"more than {self.max_steps} steps")
-        argv = list(words) if isinstance(words[0], str) else self._expand_all(words, st)
+        if isinstance(words[0], str):
+            argv = list(words)
+        else:
+            # X=... prefixes are set one by one *before* the words after them are expanded, as ToolShell
+            # does (bash would expand ``X=a cat $X`` with the old X; in ToolShell it reads ``cat a``)
+            i = 0
+            while i < len(words):
+                p = words[i][0]
+                if p[0] != "lit" or p[2] or "=" not in p[1] or not _ASSIGN_RE.match(p[1]):
+                    break
+                k, v = self._expand(words[i], st).split("=", 1)
+                st.vars[k] = v
+                i += 1
+            argv = self._expand_all(words[i:] if i else words, st)
         while argv and "=" in argv[0] and _ASSIGN_RE.match(argv[0]):  # X=... assignments
             k, v = argv.pop(0).split("=", 1)
             st.vars[k] = v
@@ -888,10 +905,21 @@ class RuleFilter:
         # One pass over the arguments for three flags: recursive (-r, -R, -d..., --recursive), excl (a
         # hidden folder excluded: --exclude-dir=hidden, -g '!hidden', or the option then the value),
         # has_e (the pattern comes from -e/-f, so every operand is a file).
+        # A cluster that holds -e or -f (``-rne PAT``, ``-nHre=``, ``-eTOTAL``): the letters before it are
+        # flags, the rest of the cluster (or the next word) is the pattern, as grep and ToolShell read it.
         recursive, excl, has_e, prev = recursive_default, False, False, None
-        for a in args:
+        value_next = set()  # indices of words that are the value of a clustered -e/-f
+        for i, a in enumerate(args):
             if a.startswith("-"):
-                if not recursive and (_GREP_RECUR_RE.match(a) or a in ("--recursive", "--dereference-recursive")):
+                flags = a
+                if cmd != "rg" and len(a) > 2 and a[1] != "-":
+                    m = _GREP_E_RE.match(a)
+                    if m:
+                        has_e = True
+                        flags = m.group(1)
+                        if m.end() == len(a):
+                            value_next.add(i + 1)
+                if not recursive and (_GREP_RECUR_RE.match(flags) or a in ("--recursive", "--dereference-recursive")):
                     recursive = True
                 if a == "-e" or a == "-f" or a.startswith("--regexp"):
                     has_e = True
@@ -903,6 +931,8 @@ class RuleFilter:
                     or prev in ("--exclude-dir", "-g", "--glob")
                 )
             prev = a
+        if value_next:
+            args = [a for i, a in enumerate(args) if i not in value_next]
         rest = self._drop_opts("rg" if cmd == "rg" else "grep", args)
         files = rest if has_e else rest[1:]
         for f in files:
@@ -1006,9 +1036,13 @@ class RuleFilter:
                 if _is_grader(s, bare_ok=net):
                     st.reasons.append(f"python contacts the grader ({s})")
                     continue
-            if fn not in _PY_WALKERS:  # only "into tests/hidden" can fire
-                if _names_hidden(s, st.cwd):
-                    st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
+            if fn not in _PY_WALKERS:  # only "into tests/hidden" can fire; open() does not glob: "*" is a letter
+                if "hidden" in s or st.cwd and _cwd_may_hide(st.cwd):
+                    comps = _resolve(s, st.cwd)
+                    if any(comps[i] == "tests" and comps[i + 1] == "hidden" for i in range(len(comps) - 1)):
+                        st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
+                    elif _into_hidden(comps) and not (_GLOB_CHARS_RE.search(s) and fn in _PY_LITERAL_OPENERS):
+                        st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
                 continue
             comps = _resolve(s, st.cwd)
             if _into_hidden(comps):
