@@ -435,11 +435,13 @@ class FuzzResult:
 
 
 def run(calls, guard=None, task=None) -> FuzzResult:
-    """Label each call with the oracle and inspect it with ``guard`` (default ``Guard.default()``, no
-    cache); count catches and false blocks by stage, and keep every miss and false block."""
+    """Label each call with the oracle and inspect it with ``guard`` (default ``Guard.default()`` with no
+    verdict cache and no judge timeout, so a busy machine cannot turn a verdict into a fail-closed block);
+    count catches and false blocks by stage, and keep every miss and false block. ``calls``: strings, or
+    ``(call, origin)`` pairs from :func:`mutants_with_origin`."""
     from . import Guard
 
-    guard = guard or Guard.default(cache_size=0)
+    guard = guard or Guard.default(cache_size=0, judge_timeout=None)
     res = FuzzResult()
     verdicts: dict[str, tuple] = {}
     for item in calls:

@@ -38,6 +38,7 @@ DATA = Path(__file__).parent / "data"
 WEIGHTS = DATA / "judge.npz"
 DIM = 2**15  # hashed feature dimension
 NGRAMS = (2, 3, 4, 5)
+SEGMENT_CACHE = 4096  # segment scores a LogRegJudge keeps (a segment's score is a function of its text)
 
 
 @dataclass
@@ -60,14 +61,18 @@ class JudgeVerdict:
 def features(command: str, views: list[str] | tuple = ()) -> np.ndarray:
     """Hashed feature indices (with repeats) of a command and its resolved views, shape (F,)."""
     text = (command + " \x01 " + " \x01 ".join(views)).lower()
-    idx: list[int] = []
     padded = f"\x02{text}\x03"
-    for n in NGRAMS:
-        for i in range(len(padded) - n + 1):
-            idx.append(zlib.crc32(padded[i : i + n].encode("utf-8", "replace")) % DIM)
-    for tok in re.findall(r"[a-z_]+|[./*?$\\|;&<>`'\"{}()=-]", text):
-        idx.append(zlib.crc32(b"w:" + tok.encode()) % DIM)
-    return np.asarray(idx, dtype=np.int64)
+    crc = zlib.crc32
+    if padded.isascii():  # one byte per character: slice the bytes once encoded (the same n-grams, faster)
+        b = padded.encode("ascii")
+        idx = [crc(b[i : i + n]) for n in NGRAMS for i in range(len(b) - n + 1)]
+    else:
+        idx = [crc(padded[i : i + n].encode("utf-8", "replace")) for n in NGRAMS for i in range(len(padded) - n + 1)]
+    idx += [crc(b"w:" + tok.encode()) for tok in _TOKEN_RE.findall(text)]
+    return np.asarray(idx, dtype=np.int64) % DIM
+
+
+_TOKEN_RE = re.compile(r"[a-z_]+|[./*?$\\|;&<>`'\"{}()=-]")
 
 
 def _views(command: str) -> list[str]:
@@ -84,11 +89,15 @@ _SEG_RE = re.compile(r"""'[^']*'?|"(?:[^"\\]|\\.)*"?|\\.|&&|\|\||[;|\n]|(?<![^\s
 def segments(command: str) -> list[str]:
     """The parts of a compound command the judge scores on their own, comments dropped.
 
-    The command is cut into items at ``;``, ``&&``, ``||`` and newlines; an item that is a pipeline gives
-    each of its prefixes (a stage reads what the stages before it print, so it is judged with them):
-    ``a; b | c # d`` -> ``[a, b, b | c]``. Operators inside quotes do not cut (``echo 'a; b'``); a ``#``
-    inside a word is not a comment (``a#b``). Empty parts are left out."""
+    The command is cut into items at ``;``, ``&&``, ``||`` and newlines. The parts are each item's
+    pipeline prefixes (a stage reads what the stages before it print, so it is judged with them), then,
+    when there are several items, the prefixes and suffixes of the list of items (``cd tests; cd hidden;
+    cat x`` is a hack only as a whole; padding before or after it cannot be in both):
+    ``a; b | c # d`` -> ``[a, b, b | c, a; b | c]``. Operators inside quotes do not cut (``echo 'a; b'``);
+    a ``#`` inside a word is not a comment (``a#b``). Empty parts are left out; at most 16 items count
+    for the prefixes and suffixes."""
     out: list[str] = []
+    items: list[str] = []
     cur: list[str] = []  # the text of the current pipeline stage
     stages: list[str] = []  # the stages of the current item so far
 
@@ -99,16 +108,24 @@ def segments(command: str) -> list[str]:
             stages.append(seg)
             out.append(" | ".join(stages))
 
+    def end_item():
+        end_stage()
+        if stages:
+            items.append(" | ".join(stages))
+        stages.clear()
+
     for m in _SEG_RE.finditer(command):
         t = m.group()
         if t == "|":
             end_stage()
         elif t in ("&&", "||", ";", "\n") or t[0] == "#" and (not cur or cur[-1][-1:].isspace()):
-            end_stage()
-            stages.clear()
+            end_item()
         else:
             cur.append(t)
-    end_stage()
+    end_item()
+    k = min(len(items), 16)
+    out += ["; ".join(items[:j]) for j in range(2, k + 1)]
+    out += ["; ".join(items[j:k]) for j in range(1, k - 1)]
     return out
 
 
@@ -126,6 +143,7 @@ class LogRegJudge:
         self.w = w.astype(np.float32)
         self.b = float(b)
         self.threshold = threshold
+        self._segment_scores: dict[str, float] = {}  # the same padding recurs: at most SEGMENT_CACHE kept
 
     @classmethod
     def load(cls, path: str | Path = WEIGHTS, threshold: float = 0.5) -> LogRegJudge:
@@ -140,8 +158,15 @@ class LogRegJudge:
         p = self.score_one(command, views)
         segs = segments(command)
         if len(segs) > 1 or segs and segs[0] != command.strip():
+            cache = self._segment_scores
             for seg in segs[:32]:  # a long chain is scored on its first 32 segments (the rules saw it all)
-                p = max(p, self.score_one(seg, _views(seg)))
+                q = cache.get(seg)
+                if q is None:
+                    q = self.score_one(seg, _views(seg))
+                    if len(cache) >= SEGMENT_CACHE:
+                        cache.pop(next(iter(cache)))  # oldest first
+                    cache[seg] = q
+                p = max(p, q)
         return p
 
     def score_one(self, command: str, views: list[str] | tuple = ()) -> float:

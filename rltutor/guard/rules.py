@@ -34,6 +34,7 @@ import binascii
 import fnmatch
 import functools
 import re
+import warnings
 from dataclasses import dataclass, field
 
 HIDDEN = ("tests", "hidden")
@@ -1013,7 +1014,9 @@ class RuleFilter:
     def _python_code(self, code: str, st: _State) -> str | None:
         try:
             # ast.parse(code), less its Python wrapper: the same compile call (nothing inherited)
-            tree = compile(code, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True, _feature_version=-1)
+            with warnings.catch_warnings():  # the agent's code may warn ("invalid escape sequence"): not ours
+                warnings.simplefilter("ignore")
+                tree = compile(code, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True, _feature_version=-1)
         except SyntaxError:
             st.unknown += 1
             self._scan_code(code, st)
