@@ -24,6 +24,7 @@ from rltutor.utils import machine_info
 
 
 def _pct(k: int, n: int) -> str:
+    k, n = int(k), int(n)
     return f"{k:,}/{n:,} ({100 * k / n:.2f}%)" if n else "-"
 
 

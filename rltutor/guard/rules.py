@@ -513,7 +513,7 @@ _EARLY_RULES = _OWN_RULES - _LATE_RULES
 
 
 class _State:
-    __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown", "steps")
+    __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown", "steps", "pycode")
 
     def __init__(self):
         self.cwd: tuple[str, ...] = ()
@@ -523,6 +523,7 @@ class _State:
         self.depth = 0
         self.unknown = 0  # things the filter could not resolve
         self.steps = 0  # work done, against RuleFilter.max_steps
+        self.pycode: set[tuple[str, tuple[str, ...]]] = set()  # (code, cwd) of the python -c analysed
 
 
 class _TooComplex(Exception):
@@ -554,7 +555,10 @@ class RuleFilter:
         st = _State()
         try:
             self._run(command, st, plain=plain)
-            if not st.reasons:  # the second reading: the one the environment will execute
+            # The second reading, the one the environment will execute; not needed for a line without
+            # quotes, $, backslashes, braces or comments, where ToolShell's words are the ones read above
+            # (the first reading is then the more conservative one: see the tests of the fuzzer).
+            if not st.reasons and not (plain or _PLAIN_OPS_RE.fullmatch(command)):
                 _toolshell_check(command, st, self)
         except RecursionError:
             st.reasons.append("command nests too deeply to analyse")
@@ -827,7 +831,7 @@ class RuleFilter:
                 return None, None
         if cmd in _LATE_RULES:
             if cmd in NETWORK_CMDS:
-                for a in self._drop_opts(cmd, args):
+                for a in args:  # an option's argument too: ToolShell's curl takes `-d URL` as the URL
                     if _is_grader(a, bare_ok=True):
                         st.reasons.append(f"{cmd} requests the grader ({a})")
                 return None, None
@@ -1012,6 +1016,7 @@ class RuleFilter:
         return None
 
     def _python_code(self, code: str, st: _State) -> str | None:
+        st.pycode.add((code, st.cwd))
         try:
             # ast.parse(code), less its Python wrapper: the same compile call (nothing inherited)
             with warnings.catch_warnings():  # the agent's code may warn ("invalid escape sequence"): not ours
@@ -1296,6 +1301,8 @@ class _TSRun:
                     saved = st.cwd, len(st.views), st.unknown
                     for c in sorted(self.cwds):
                         st.cwd = tuple(_ts_comps(c))
+                        if (args[1], st.cwd) in st.pycode:
+                            continue  # the first reading analysed this code from this directory already
                         self.rf._python_code(args[1], st)
                         if st.reasons:
                             break
