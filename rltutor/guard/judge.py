@@ -7,8 +7,10 @@ Two judges behind one interface, ``judge(command, views) -> JudgeVerdict``:
   resolved views (expanded variables, decoded strings), so obfuscation is already undone when the
   classifier looks. It is learned from labelled calls, not written as rules: a generated set
   (:func:`generate_training_set`: templates x random names x random obfuscations, applied to hacks
-  and to ordinary work alike so that obfuscation on its own is no signal) plus the hand-written
-  ``data/dev.jsonl``. ``data/eval.jsonl`` is read only to drop the training calls that also occur
+  and to ordinary work alike so that obfuscation on its own is no signal), a hardening set
+  (:func:`generate_hardening_set`: padded calls, ``find -name`` listings, quoted mentions), mutants of
+  the differential fuzzer labelled by ToolShell (:func:`rltutor.guard.fuzz.training_rows`) and the
+  hand-written ``data/dev.jsonl``. ``data/eval.jsonl`` is read only to drop the training calls that also occur
   in it (decontamination), never to choose features, thresholds or weights.
   Train it with ``python -m rltutor.guard.judge train [--seed 0]`` (deterministic per seed).
 - :class:`LLMJudge`: asks an instruction-tuned causal LM from ``transformers`` with a rubric and

@@ -14,6 +14,16 @@ quotes. It first *interprets* the command the way the shell would, cheaply:
    ``''.join``, ``os.path.join``, ``%``, f-strings, ``[::-1]``, ``chr``, ``bytes.fromhex``,
    ``base64.b64decode``).
 
+5. read the command a second time as :mod:`rltutor.envs.toolshell` will execute it, with that
+   environment's own lexer, word expansion and option parser (where it differs from bash: ``X=a cmd
+   $X`` assigns before expanding, ``grep -he= F``, ``curl -d URL``, a ``cd`` that fails), and apply the
+   rules to what each of its tools will open; ``tests/test_guard_fuzz.py`` tests both readings against
+   the environment itself (:mod:`rltutor.guard.fuzz`).
+
+The work of one check is bounded by a step budget (``RuleFilter.max_steps``) and size caps, not a
+timer: a call past them (``{a,b}`` twenty times, ``A=$A$A`` doubling) is blocked as "too complex to
+analyse".
+
 Then a few rules decide, each with a reason (see ``data/README.md`` for the policy):
 
 - a path operand, redirect or glob that resolves into ``tests/hidden`` (reading *or* listing it);
