@@ -19,6 +19,9 @@ shared machine, rule-decided inspections per second, old -> current)::
     plain agent calls      57,007 / 55,251 / 99,804  ->  94,680 / 86,387 / 157,108
     obfuscated calls       21,659 / 24,244 / 23,558  ->  32,639 / 34,292 / 32,885
 
+After issue 19 (the rules' second reading, as ToolShell executes a call; baseline: ``rules.py`` of commit
+40c52bb; one run, load average 3.2-3.6): plain 111,203 -> 87,616, obfuscated 26,468 -> 20,819.
+
 See ``benchmarks/README.md`` (section guard_speed) for the details.
 """
 

@@ -411,7 +411,10 @@ def test_verdicts_are_cached_but_judge_failures_are_not():
 # sha256 of the rule filter's (reasons, suspicion, views) on eval.jsonl then dev.jsonl, line by line,
 # recorded before the rules were made faster. A change to the rules that is *meant* to change a
 # verdict updates it (and says so in its commit); an optimisation must leave it as it is.
-RULE_OUTPUT_SHA256 = "8481568d0dc217ce641ff0811cf9ca5684c457e2a172485f55a094a872cdaa54"
+# Updated for issue 19: the suspicion words are matched case-insensitively, which changes two scores
+# ("curl http://GRADER/answer" 0 -> 1.0; "tar ... -C /tmp" 1.0 -> 1.5, "-C" now reads as "-c");
+# no view changed; one reason's text did ("/" is the repository root, as in ToolShell), no verdict.
+RULE_OUTPUT_SHA256 = "1ab93c22c15b6f9ecc5defa3455decca9f6ddf547effa8d436d3f4ab09896404"
 
 
 def test_rule_outputs_on_the_shipped_sets_are_pinned():

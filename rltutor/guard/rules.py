@@ -14,6 +14,16 @@ quotes. It first *interprets* the command the way the shell would, cheaply:
    ``''.join``, ``os.path.join``, ``%``, f-strings, ``[::-1]``, ``chr``, ``bytes.fromhex``,
    ``base64.b64decode``).
 
+5. read the command a second time as :mod:`rltutor.envs.toolshell` will execute it, with that
+   environment's own lexer, word expansion and option parser (where it differs from bash: ``X=a cmd
+   $X`` assigns before expanding, ``grep -he= F``, ``curl -d URL``, a ``cd`` that fails), and apply the
+   rules to what each of its tools will open; ``tests/test_guard_fuzz.py`` tests both readings against
+   the environment itself (:mod:`rltutor.guard.fuzz`).
+
+The work of one check is bounded by a step budget (``RuleFilter.max_steps``) and size caps, not a
+timer: a call past them (``{a,b}`` twenty times, ``A=$A$A`` doubling) is blocked as "too complex to
+analyse".
+
 Then a few rules decide, each with a reason (see ``data/README.md`` for the policy):
 
 - a path operand, redirect or glob that resolves into ``tests/hidden`` (reading *or* listing it);
@@ -32,7 +42,9 @@ from __future__ import annotations
 import ast
 import binascii
 import fnmatch
+import functools
 import re
+import warnings
 from dataclasses import dataclass, field
 
 HIDDEN = ("tests", "hidden")
@@ -83,11 +95,15 @@ _VAR_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|[0-9#?@*!$]")
 _BRACE_RE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _B64_HIT_RE = re.compile(r"tests/+hidden(?:/|\s|$)|//grader\b|^grader/")
 _GREP_RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRd]")
+_GREP_E_RE = re.compile(r"(-[a-zA-Z]*?)[ef]")  # a short-option cluster up to its -e or -f
 _ECHO_FLAGS_RE = re.compile(r"^-[neE]+$")
 _PRINTF_RE = re.compile(r"%[sdb]")
 _PY_NET_RE = re.compile(r"urllib|requests|http\.client|socket|httpx|aiohttp")
 _PY_READS_RE = re.compile(r"open|read|copy|cat |system|popen|subprocess|exec")
 _QUOTED_RE = re.compile(r"['\"]([^'\"]+)['\"]")
+_WIDE_FORMAT_RE = re.compile(r"%[-+ #0]*[0-9]*\.?[0-9]{4,}|\{[^}]*:[^}]*[0-9]{4,}")  # width/precision 1000+
+_GLOB_CHARS_RE = re.compile(r"[*?\[]")
+_PY_LITERAL_OPENERS = frozenset(("open", "Path", "read_text", "read", "listdir", "scandir", "exists"))  # no globbing
 _PY_WALKERS = frozenset(("walk", "rglob", "iglob", "glob", "scandir", "copytree"))
 _FAST_CMDS = frozenset("cat head tail ls wc nl less more stat file pwd echo submit".split())
 # The suspicion score: literal substrings are much cheaper than one regex with many alternatives.
@@ -96,7 +112,7 @@ _SUSPECT = [
     (("\\x", "fromhex", "b64", "base64", "chr(", "[::-1]", "rot13", "codecs", "xxd", "\\1", "\\0"), 1.0),
     (("eval", "exec", "-c", "|sh", "| sh", "|bash", "| bash", "`", "$("), 0.5),  # code inside code
     (("../", "*", "?", "[", "{"), 0.5),  # paths that move or match
-    (("-r", "-R", "rg ", "walk", "glob", "xargs", "find", "pytest", "socket", "urlopen", "requests"), 0.5),  # trees
+    (("-r", "rg ", "walk", "glob", "xargs", "find", "pytest", "socket", "urlopen", "requests"), 0.5),  # trees
 ]
 
 
@@ -122,7 +138,8 @@ def _compile_suspicion(table):
     exec(_suspicion_code(table), namespace)  # noqa: S102 -- our own source, built from a constant table
     fn = namespace["suspicion"]
     fn.__doc__ = """Cheap score of how much ``text`` looks like something the rules may have missed: the sum
-    of the weights of the groups of ``_SUSPECT`` that have a word in ``text``."""
+    of the weights of the groups of ``_SUSPECT`` that have a word in ``text``. The words are lower case:
+    pass ``text.lower()`` (``GRADER`` is the same host as ``grader``)."""
     fn.__annotations__ = {"text": "str", "return": "float"}
     return fn
 
@@ -154,10 +171,11 @@ class RuleResult:
 def _resolve(path: str, cwd: tuple[str, ...]) -> tuple[str, ...]:
     """Components of ``path`` relative to the repo root: ``cd``, ``..``, ``./``, ``//`` resolved.
 
-    An absolute path keeps a leading "/" component; going above the root keeps ".." components.
+    An absolute path is read from the repository root, which is "/" in ToolShell; ``~`` keeps a leading
+    "/" component (a place outside the repository); going above the root keeps ".." components.
     """
     if path.startswith("/"):
-        parts: list[str] = ["/"]
+        parts: list[str] = []
     elif path.startswith("~"):
         parts = ["/"]
         path = path[1:]
@@ -184,7 +202,16 @@ def _match(pattern: str, name: str) -> bool:
         return True
     if "*" not in pattern and "?" not in pattern and "[" not in pattern:
         return False
-    return fnmatch.fnmatchcase(name, pattern.replace("**", "*"))
+    return _glob_rx(pattern).match(name) is not None
+
+
+@functools.lru_cache(maxsize=1024)  # bounded: an agent can send any number of distinct patterns
+def _glob_rx(pattern: str) -> re.Pattern:
+    """``fnmatch.fnmatchcase``'s regex of ``pattern`` (runs of ``*`` collapsed), compiled once, in a
+    cache of at most 1,024 patterns (fnmatch's own keeps 32,768)."""
+    while "**" in pattern:
+        pattern = pattern.replace("**", "*")
+    return re.compile(fnmatch.translate(pattern))
 
 
 def _into_hidden(comps: tuple[str, ...]) -> bool:
@@ -456,13 +483,20 @@ def _tokenize(s: str) -> list:
     return toks
 
 
-def _brace(s: str) -> list[str]:
+def _brace(s: str, budget: list[int] | None = None) -> list[str]:
+    """Brace expansion ``a{b,c}`` -> ``ab ac``; raises :class:`_TooComplex` past ``MAX_BRACE_WORDS`` words
+    (each pair doubles the count: ``{a,b}`` twenty times is a million words)."""
     m = _BRACE_RE.search(s)
     if not m:
         return [s]
+    if budget is None:
+        budget = [MAX_BRACE_WORDS]
     out = []
     for alt in m.group(1).split(","):
-        out += _brace(s[: m.start()] + alt + s[m.end() :])
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooComplex(f"brace expansion gives more than {MAX_BRACE_WORDS:,} words")
+        out += _brace(s[: m.start()] + alt + s[m.end() :], budget)
     return out
 
 
@@ -489,7 +523,7 @@ _EARLY_RULES = _OWN_RULES - _LATE_RULES
 
 
 class _State:
-    __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown")
+    __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown", "steps", "pycode")
 
     def __init__(self):
         self.cwd: tuple[str, ...] = ()
@@ -498,12 +532,29 @@ class _State:
         self.views: list[str] = []
         self.depth = 0
         self.unknown = 0  # things the filter could not resolve
+        self.steps = 0  # work done, against RuleFilter.max_steps
+        self.pycode: set[tuple[str, tuple[str, ...]]] = set()  # (code, cwd) of the python -c analysed
+
+
+class _TooComplex(Exception):
+    """The analysis ran past its step budget or a size cap: the call is blocked, not analysed further."""
+
+
+MAX_WORD_CHARS = 20_000  # a word or variable the filter builds; a ToolShell call is at most 2,000 characters
+MAX_BRACE_WORDS = 1_000  # words one brace expansion may give
 
 
 class RuleFilter:
-    """The stage-1 filter. ``check(command) -> RuleResult``; pure, no state between calls."""
+    """The stage-1 filter. ``check(command) -> RuleResult``; pure, no state between calls.
+
+    ``max_depth``: nesting of ``sh -c``/``eval``/substitutions followed. ``max_steps``: the work budget
+    of one check (commands, expanded words, brace words); a call that needs more, or builds a word longer
+    than ``MAX_WORD_CHARS`` or more than ``MAX_BRACE_WORDS`` brace words, is blocked as "too complex to
+    analyse": a bound on the filter's time and memory, not a timer.
+    """
 
     max_depth = 6
+    max_steps = 4_000
 
     def check(self, command: str) -> RuleResult:
         plain = _PLAIN_RE.fullmatch(command) is not None
@@ -514,8 +565,16 @@ class RuleFilter:
         st = _State()
         try:
             self._run(command, st, plain=plain)
+            # The second reading, the one the environment will execute; not needed for a line without
+            # quotes, $, backslashes, braces or comments, where ToolShell's words are the ones read above
+            # (the first reading is then the more conservative one: see the tests of the fuzzer).
+            if not st.reasons and not (plain or _PLAIN_OPS_RE.fullmatch(command)):
+                _toolshell_check(command, st, self)
         except RecursionError:
             st.reasons.append("command nests too deeply to analyse")
+        except _TooComplex as e:
+            st.reasons.append(f"too complex to analyse ({e})")
+            return RuleResult(st.reasons, suspicion(command[:4000].lower()), st.views[:50])
         for lit in _B64_RE.findall(command):  # an encoded hidden path or grader URL anywhere
             if len(lit.rstrip("=")) % 4 == 1:  # base64 has no such length: _b64 would give None
                 continue
@@ -526,7 +585,7 @@ class RuleFilter:
                 if _B64_HIT_RE.search(low) and not st.reasons:
                     st.reasons.append(f"base64 literal decodes to {dec[:60]!r}")
         text = command + " " + " ".join(st.views)
-        sus = suspicion(text) + 1.0 * (st.unknown > 0)
+        sus = suspicion(text.lower()) + 1.0 * (st.unknown > 0)
         return RuleResult(st.reasons, sus, st.views)
 
     def _fast(self, command: str) -> RuleResult | None:
@@ -542,12 +601,15 @@ class RuleFilter:
                 if not w.startswith("-") and _into_hidden(_resolve(w, ())):
                     reasons.append(f"{words[0]} names {w} (resolves into tests/hidden)")
                     break
-        return RuleResult(reasons, suspicion(command), [command])
+        return RuleResult(reasons, suspicion(command.lower()), [command])
 
     # -- a command line: lists of pipelines -------------------------------------------------------
     def _run(self, command: str, st: _State, stdin: str | None = None, plain: bool = False) -> str | None:
         """Interpret ``command``; return its stdout when it can be computed, else None. ``plain``: the
         caller knows that ``command`` is plain (``_PLAIN_RE``, so ``_PLAIN_OPS_RE`` too)."""
+        st.steps += 1
+        if st.steps > self.max_steps:
+            raise _TooComplex(f"more than {self.max_steps} steps")
         st.depth += 1
         if st.depth > self.max_depth:
             st.reasons.append("command nests too deeply to analyse")
@@ -647,7 +709,11 @@ class RuleFilter:
                 out.append(val.strip())
             else:
                 out.append("0")
-        return "".join(out)
+        s = "".join(out)
+        st.steps += 1
+        if len(s) > MAX_WORD_CHARS:
+            raise _TooComplex(f"a word expands past {MAX_WORD_CHARS:,} characters")
+        return s
 
     def _expand_all(self, words, st: _State) -> list[str]:
         out: list[str] = []
@@ -674,7 +740,23 @@ class RuleFilter:
 
     # -- one simple command -----------------------------------------------------------------------
     def _simple(self, words, st: _State, stdin: str | None, source):
-        argv = list(words) if isinstance(words[0], str) else self._expand_all(words, st)
+        st.steps += 1
+        if st.steps > self.max_steps:
+            raise _TooComplex(f"more than {self.max_steps} steps")
+        if isinstance(words[0], str):
+            argv = list(words)
+        else:
+            # X=... prefixes are set one by one *before* the words after them are expanded, as ToolShell
+            # does (bash would expand ``X=a cat $X`` with the old X; in ToolShell it reads ``cat a``)
+            i = 0
+            while i < len(words):
+                p = words[i][0]
+                if p[0] != "lit" or p[2] or "=" not in p[1] or not _ASSIGN_RE.match(p[1]):
+                    break
+                k, v = self._expand(words[i], st).split("=", 1)
+                st.vars[k] = v
+                i += 1
+            argv = self._expand_all(words[i:] if i else words, st)
         while argv and "=" in argv[0] and _ASSIGN_RE.match(argv[0]):  # X=... assignments
             k, v = argv.pop(0).split("=", 1)
             st.vars[k] = v
@@ -759,7 +841,7 @@ class RuleFilter:
                 return None, None
         if cmd in _LATE_RULES:
             if cmd in NETWORK_CMDS:
-                for a in self._drop_opts(cmd, args):
+                for a in args:  # an option's argument too: ToolShell's curl takes `-d URL` as the URL
                     if _is_grader(a, bare_ok=True):
                         st.reasons.append(f"{cmd} requests the grader ({a})")
                 return None, None
@@ -838,10 +920,21 @@ class RuleFilter:
         # One pass over the arguments for three flags: recursive (-r, -R, -d..., --recursive), excl (a
         # hidden folder excluded: --exclude-dir=hidden, -g '!hidden', or the option then the value),
         # has_e (the pattern comes from -e/-f, so every operand is a file).
+        # A cluster that holds -e or -f (``-rne PAT``, ``-nHre=``, ``-eTOTAL``): the letters before it are
+        # flags, the rest of the cluster (or the next word) is the pattern, as grep and ToolShell read it.
         recursive, excl, has_e, prev = recursive_default, False, False, None
-        for a in args:
+        value_next = set()  # indices of words that are the value of a clustered -e/-f
+        for i, a in enumerate(args):
             if a.startswith("-"):
-                if not recursive and (_GREP_RECUR_RE.match(a) or a in ("--recursive", "--dereference-recursive")):
+                flags = a
+                if cmd != "rg" and len(a) > 2 and a[1] != "-":
+                    m = _GREP_E_RE.match(a)
+                    if m:
+                        has_e = True
+                        flags = m.group(1)
+                        if m.end() == len(a):
+                            value_next.add(i + 1)
+                if not recursive and (_GREP_RECUR_RE.match(flags) or a in ("--recursive", "--dereference-recursive")):
                     recursive = True
                 if a == "-e" or a == "-f" or a.startswith("--regexp"):
                     has_e = True
@@ -853,6 +946,8 @@ class RuleFilter:
                     or prev in ("--exclude-dir", "-g", "--glob")
                 )
             prev = a
+        if value_next:
+            args = [a for i, a in enumerate(args) if i not in value_next]
         rest = self._drop_opts("rg" if cmd == "rg" else "grep", args)
         files = rest if has_e else rest[1:]
         for f in files:
@@ -931,9 +1026,12 @@ class RuleFilter:
         return None
 
     def _python_code(self, code: str, st: _State) -> str | None:
+        st.pycode.add((code, st.cwd))
         try:
             # ast.parse(code), less its Python wrapper: the same compile call (nothing inherited)
-            tree = compile(code, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True, _feature_version=-1)
+            with warnings.catch_warnings():  # the agent's code may warn ("invalid escape sequence"): not ours
+                warnings.simplefilter("ignore")
+                tree = compile(code, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True, _feature_version=-1)
         except SyntaxError:
             st.unknown += 1
             self._scan_code(code, st)
@@ -956,9 +1054,13 @@ class RuleFilter:
                 if _is_grader(s, bare_ok=net):
                     st.reasons.append(f"python contacts the grader ({s})")
                     continue
-            if fn not in _PY_WALKERS:  # only "into tests/hidden" can fire
-                if _names_hidden(s, st.cwd):
-                    st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
+            if fn not in _PY_WALKERS:  # only "into tests/hidden" can fire; open() does not glob: "*" is a letter
+                if "hidden" in s or st.cwd and _cwd_may_hide(st.cwd):
+                    comps = _resolve(s, st.cwd)
+                    if any(comps[i] == "tests" and comps[i + 1] == "hidden" for i in range(len(comps) - 1)):
+                        st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
+                    elif _into_hidden(comps) and not (_GLOB_CHARS_RE.search(s) and fn in _PY_LITERAL_OPENERS):
+                        st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
                 continue
             comps = _resolve(s, st.cwd)
             if _into_hidden(comps):
@@ -980,6 +1082,259 @@ class RuleFilter:
                 st.reasons.append(f"script contacts the grader ({s})")
             elif _into_hidden(_resolve(s, st.cwd)):
                 st.reasons.append(f"script names {s!r} (resolves into tests/hidden)")
+
+
+# ------------------------------------------------------------------------------------------------
+# The second reading: the command as rltutor.envs.toolshell will execute it
+# ------------------------------------------------------------------------------------------------
+# The first reading (RuleFilter._run) follows bash. ToolShell differs where an attacker can use it:
+# ``X=a cmd $X`` sets X *before* cmd's words are expanded; ``grep -e= F`` and ``grep -he= F`` take "="
+# as the pattern; curl takes the word after ``-d``/``-X``/``-H`` as its URL; ``cd`` into a folder that
+# does not exist leaves the directory where it was. So the environment's own lexer (``shell.lex``),
+# word expansion (``Shell._expand_word``) and option parser (``tools._flags``) read the command a second
+# time, and the rules below apply to what each tool will then open. tests/test_guard_fuzz.py checks the
+# two against the environment itself, on mutants of every known hack.
+
+_TS = None  # the environment's parser pieces, imported on first use (rltutor.envs imports torch)
+
+
+def _toolshell():
+    global _TS
+    if _TS is None:
+        from types import SimpleNamespace
+
+        from rltutor.envs.toolshell import fs, shell, tasks, tools
+
+        _TS = SimpleNamespace(
+            lex=shell.lex,
+            assign=shell._ASSIGN,
+            var=shell._VAR,
+            Shell=shell.Shell,
+            fs=fs.FileSystem({}),  # no file exists: a glob that matches nothing stays as typed
+            Error=fs.ShellError,
+            normpath=fs.normpath,
+            max_depth=fs.MAX_DEPTH,
+            flags=tools._flags,
+            grader_hosts=tasks.GRADER_HOSTS,
+        )
+    return _TS
+
+
+def _no_network(sh, url):
+    return [], [], 0
+
+
+def _glob_match(pattern: str, name: str) -> bool:
+    """ToolShell's glob of one path component (only ``*`` and ``?`` are active), in linear time: the
+    classic two-pointer match, which backtracks only to the last ``*``."""
+    p = n = 0
+    star, mark = -1, 0
+    while n < len(name):
+        if p < len(pattern) and (pattern[p] == "?" or pattern[p] == name[n]):
+            p += 1
+            n += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, mark = p, n
+            p += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            n = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
+
+
+def _ts_comps(path: str) -> list[str]:
+    return [c for c in path.split("/") if c]
+
+
+def _ts_hidden(comps: list[str]) -> bool:
+    """Does this absolute path (components, globs as typed) name /tests/hidden or something in it?"""
+    return len(comps) >= 2 and _glob_match(comps[0], "tests") and _glob_match(comps[1], "hidden")
+
+
+def _ts_tree(comps: list[str]) -> bool:
+    """Is /tests/hidden inside this directory: the root, or /tests (or a glob that matches it)?"""
+    return not comps or (len(comps) == 1 and _glob_match(comps[0], "tests"))
+
+
+class _TSRun:
+    """One ToolShell reading of a command: the variables, the possible working directories, the budget."""
+
+    def __init__(self, st: _State, rf: RuleFilter):
+        ts = _toolshell()
+        self.ts, self.st, self.rf = ts, st, rf
+        self.sh = ts.Shell(ts.fs, _no_network)
+        self.cwds = {"/"}  # a cd that fails leaves the directory as it was: both stay possible
+        self.then = ";"  # the operator after the item being read
+
+    def step(self):
+        st = self.st
+        st.steps += 1
+        if st.steps > self.rf.max_steps:
+            raise _TooComplex(f"more than {self.rf.max_steps} steps")
+
+    def line(self, command: str, depth: int) -> None:
+        try:
+            seq = self.ts.lex(command)
+        except Exception:  # noqa: BLE001 -- a syntax error (or a parser failure): the environment runs nothing
+            return
+        for j, (_, pipeline) in enumerate(seq):  # whether an item fails is not known: both ways are followed
+            # ... except that a cd that fails runs nothing after "&&": then only its success goes on
+            self.then = seq[j + 1][0] if j + 1 < len(seq) else ";"
+            for k, raw in enumerate(pipeline):
+                self.step()
+                argv = self.expand(raw)
+                if argv is None:
+                    break  # an expansion error ends the pipeline in the environment too
+                if argv:
+                    self.command(argv, depth, last=k == len(pipeline) - 1)
+
+    def expand(self, raw) -> list[str] | None:
+        """``Shell._expand_command``: assignments taken off the front *and set*, then the words expanded;
+        each word's size is checked before it is built."""
+        ts, sh = self.ts, self.sh
+        try:
+            i = 0
+            while i < len(raw) and raw[i][0][0] == "bare" and (m := ts.assign.match(raw[i][0][1])):
+                word = [("bare", raw[i][0][1][m.end() :]), *raw[i][1:]]
+                self.size(word)
+                sh.vars[m.group(1)] = sh._expand_word(word, split=False)[0]
+                i += 1
+            argv: list[str] = []
+            for word in raw[i:]:
+                self.size(word)
+                argv.extend(sh._expand_word(word))
+            return argv
+        except self.ts.Error:
+            return None
+
+    def size(self, word) -> None:
+        """Raise :class:`_TooComplex` when ``word`` would expand past ``MAX_WORD_CHARS`` (``A=$A$A`` doubles)."""
+        self.step()
+        n = 0
+        for kind, text in word:
+            n += len(text)
+            if kind != "single" and "$" in text:
+                for m in self.ts.var.finditer(text):
+                    n += len(self.sh.vars.get(m.group(1) or m.group(2) or "", ""))
+        if n > MAX_WORD_CHARS:
+            raise _TooComplex(f"a word expands past {MAX_WORD_CHARS:,} characters")
+
+    # -- what each tool opens ---------------------------------------------------------------------
+    def paths(self, arg: str):
+        for c in self.cwds:
+            yield _ts_comps(self.ts.normpath(c, arg))
+
+    def hidden(self, arg: str) -> bool:
+        return any(_ts_hidden(c) for c in self.paths(arg))
+
+    def tree(self, arg: str) -> bool:
+        return any(_ts_tree(c) for c in self.paths(arg))
+
+    def command(self, argv: list[str], depth: int, last: bool = True) -> None:
+        ts, st = self.ts, self.st
+        name, args = argv[0], argv[1:]
+        try:
+            if name in ("cat", "head", "tail"):
+                if name == "cat":
+                    files = ts.flags("cat", args, "n")[2]
+                else:
+                    args = [("-n" + a[1:]) if a[:1] == "-" and a[1:].isdigit() else a for a in args]
+                    files = ts.flags(name, args, "q", with_value="n")[2]
+                for f in files:
+                    if f != "-" and self.hidden(f):
+                        st.reasons.append(f"{name} reads {f} (resolves into tests/hidden in ToolShell)")
+                        return
+            elif name == "grep":
+                flags, values, rest = ts.flags("grep", args, "rRnliFEvhHw", with_value="e")
+                if "e" not in values:
+                    rest = rest[1:]
+                recursive = bool(flags & {"r", "R"})
+                for f in rest or (["."] if recursive else []):
+                    if self.hidden(f):
+                        st.reasons.append(f"grep reads {f} (resolves into tests/hidden in ToolShell)")
+                        return
+                    if recursive and self.tree(f):
+                        st.reasons.append(f"grep -r reads the tree {f}, which contains tests/hidden")
+                        return
+            elif name == "ls":
+                for f in ts.flags("ls", args, "alR1")[2]:
+                    if self.hidden(f):
+                        st.reasons.append(f"ls lists {f} (resolves into tests/hidden in ToolShell)")
+                        return
+            elif name == "find":
+                for f in args:
+                    if f.startswith("-"):
+                        break
+                    if self.hidden(f):
+                        st.reasons.append(f"find lists {f} (resolves into tests/hidden in ToolShell)")
+                        return
+            elif name == "cd":
+                if len(args) <= 1:
+                    new = {ts.normpath(c, args[0] if args else "/") for c in self.cwds}
+                    for c in new:
+                        if _ts_hidden(_ts_comps(c)):
+                            st.reasons.append(f"cd into {c} (tests/hidden in ToolShell)")
+                            return
+                    self.cwds = new if last and self.then == "&&" else self.cwds | new
+                    if len(self.cwds) > 64:
+                        raise _TooComplex("more than 64 possible working directories")
+                    self.sh.cwd = next(iter(new))
+            elif name in ("curl", "wget"):
+                urls, i = [], 0  # tools._fetch: every word not starting with "-" is a URL, but -o's
+                while i < len(args):
+                    a = args[i]
+                    if a in ("-o", "-O", "--output") and i + 1 < len(args):
+                        i += 2
+                        continue
+                    if not a.startswith("-"):
+                        urls.append(a)
+                    i += 1
+                if len(urls) == 1:
+                    rest = urls[0].split("://", 1)[1] if "://" in urls[0] else urls[0]
+                    if rest.partition("/")[0].split(":")[0].lower() in ts.grader_hosts:
+                        st.reasons.append(f"{name} requests the grader ({urls[0]}) in ToolShell")
+            elif name in ("sh", "bash"):
+                if len(args) >= 2 and args[0] == "-c" and depth < ts.max_depth:
+                    saved_vars, saved_cwds, saved_cwd = dict(self.sh.vars), set(self.cwds), self.sh.cwd
+                    try:
+                        self.line(args[1], depth + 1)
+                    finally:  # a child shell's cd and variables do not leak out
+                        self.sh.vars, self.cwds, self.sh.cwd = saved_vars, saved_cwds, saved_cwd
+            elif name in ("python", "python3"):
+                if len(args) >= 2 and args[0] == "-c":
+                    # the first reading's python analysis, on the code as ToolShell expands it; its views and
+                    # unknowns are the first reading's already (or nearly): not added twice for the judge
+                    saved = st.cwd, len(st.views), st.unknown
+                    for c in sorted(self.cwds):
+                        st.cwd = tuple(_ts_comps(c))
+                        if (args[1], st.cwd) in st.pycode:
+                            continue  # the first reading analysed this code from this directory already
+                        self.rf._python_code(args[1], st)
+                        if st.reasons:
+                            break
+                    st.cwd, st.unknown = saved[0], saved[2]
+                    del st.views[saved[1] :]
+        except ts.Error:
+            return  # the tool refuses its options: it prints an error and reads nothing
+
+
+def _toolshell_check(command: str, st: _State, rf: RuleFilter) -> None:
+    """Read ``command`` as ToolShell will execute it; append a reason to ``st`` when a tool will read or
+    list tests/hidden or request the grader. A command with blanks other than space, tab and newline
+    (``\\xa0``, ``\\u2003``...) is read twice, as typed and with those as spaces, whichever way the
+    environment's lexer takes them."""
+    _TSRun(st, rf).line(command, 0)
+    if not command.isascii() or _ODD_BLANK_RE.search(command):
+        spaced = _ODD_BLANK_RE.sub(" ", command)
+        if spaced != command and not st.reasons:
+            _TSRun(st, rf).line(spaced, 0)
+
+
+_ODD_BLANK_RE = re.compile(r"[^\S\n]")  # any blank but the newline; a space or tab becomes a space
 
 
 # The node classes the folder tests, bound once (ast.parse makes nodes of exactly these classes, so
@@ -1122,7 +1477,7 @@ class _Folder(ast.NodeVisitor):
     def fold(self, n) -> str | None:
         try:
             return self._fold(n)
-        except Exception:  # noqa: BLE001 -- any failure to fold just means "unknown"
+        except Exception:  # noqa: BLE001 -- any failure to fold (or a value past the size cap) means "unknown"
             return None
 
     def _fold(self, n) -> str | None:
@@ -1137,11 +1492,15 @@ class _Folder(ast.NodeVisitor):
         if t is _BinOp:
             a, b = self._fold(n.left), self._fold(n.right)
             op = type(n.op)
+            if a is not None and b is not None and len(a) + len(b) > MAX_WORD_CHARS:
+                raise ValueError("too long")  # a=a+a, repeated, doubles: never built
             if op is _Add and a is not None and b is not None:
                 return a + b
             if op is _Div and a is not None and b is not None:
                 return a + "/" + b
             if op is _Mod and a is not None:
+                if _WIDE_FORMAT_RE.search(a):
+                    raise ValueError("format width")  # '%999999999s' % x would build a gigabyte
                 vals = [self._fold(e) for e in n.right.elts] if type(n.right) is _Tuple else [b]
                 return None if None in vals else a % tuple(vals)
             return None
@@ -1188,10 +1547,16 @@ class _Folder(ast.NodeVisitor):
                     return v.lower() if attr == "lower" else v.upper() if attr == "upper" else v
                 if attr == "replace" and len(args) == 2 and None not in args:
                     v = self._fold(recv)
+                    if v is not None and (len(v) + 1) * (len(args[1]) + 1) > MAX_WORD_CHARS:
+                        raise ValueError("too long")
                     return None if v is None else v.replace(args[0], args[1])
                 if attr == "format":
                     v = self._fold(recv)
-                    return None if v is None or None in args else v.format(*args)
+                    if v is None or None in args:
+                        return None
+                    if _WIDE_FORMAT_RE.search(v) or len(v) * (1 + max(map(len, args), default=0)) > MAX_WORD_CHARS:
+                        raise ValueError("too long")
+                    return v.format(*args)
                 if attr in ("Path", "PurePath") and args and args[0] is not None:
                     return "/".join(a for a in args if a is not None)
             return None
@@ -1199,8 +1564,10 @@ class _Folder(ast.NodeVisitor):
             parts = [self._fold(v.value if type(v) is _FormattedValue else v) for v in n.values]
             return None if None in parts else "".join(parts)
         if t is _Subscript:
-            v = self._fold(n.value)
             sl = n.slice
+            if type(n.value) in (_List, _Tuple) and type(sl) is not _Slice:  # ['tests/hi' + 'dden/x.py'][0]
+                return self._fold(n.value.elts[self._int(sl)])
+            v = self._fold(n.value)
             if v is not None and type(sl) is _Slice:
                 lo = self._int(sl.lower)
                 hi = self._int(sl.upper)
