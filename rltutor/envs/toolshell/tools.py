@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rltutor.envs.toolshell import regex
 from rltutor.envs.toolshell.fs import MAX_DEPTH, QMARK, STAR, Lines, ShellError, glob_re
 from rltutor.envs.toolshell.pyexpr import run_python
 
@@ -135,7 +136,48 @@ def _head_tail(sh, args, stdin, name):
 tool("head")(_wrap(lambda sh, args, stdin: _head_tail(sh, args, stdin, "head")))
 tool("tail")(_wrap(lambda sh, args, stdin: _head_tail(sh, args, stdin, "tail")))
 
-_RE_CACHE: dict[tuple[str, bool, bool], re.Pattern] = {}
+
+class _Pattern:
+    """A grep pattern, compiled once: ``rx`` (Python's re) and the facts that pick its matcher (see :mod:`.regex`)."""
+
+    def __init__(self, pattern: str, src: str, flags: int):
+        try:
+            # re.M: ^ and $ then match at line ends in the whole-file pre-check too (the per-line search is unchanged)
+            self.rx = re.compile(src, flags)
+            tree, self.flags = regex.parse(src, flags)
+        except re.error as e:
+            raise ShellError(
+                f"grep: invalid regular expression '{pattern}' ({e.msg}); use -F for a fixed string"
+            ) from None
+        except RecursionError:
+            raise ShellError(f"grep: regular expression nested too deeply: '{pattern}'") from None
+        self.pattern, self.tree, self.size = pattern, tree, len(src)
+        self.simple, self.needs = regex.kind(tree)
+        # the whole-file pre-check is exact unless \A, \Z or a lookaround can see across a line end
+        self.precheck = not any(t in src for t in ("\\A", "\\Z", "(?=", "(?!", "(?<"))
+        self._matcher: regex.Matcher | None = None
+
+    def matcher(self) -> regex.Matcher:
+        """The linear-time matcher; a ShellError naming the construct it cannot decide."""
+        if self._matcher is None:
+            why = self.needs
+            if why is None:
+                try:
+                    self._matcher = regex.Matcher(self.tree, self.flags)
+                except regex.Unsupported as e:
+                    why = str(e)
+            if self._matcher is None:
+                raise ShellError(
+                    f"grep: {why} are supported only in patterns without repetition or alternation (or over short "
+                    f"input); simplify '{self.pattern}' or use -F"
+                    if not why.startswith("pattern too large")
+                    else f"grep: {why}: '{self.pattern[:80]}'; use a shorter pattern or -F"
+                )
+        return self._matcher
+
+
+_RE_CACHE: dict[tuple[str, bool, bool, bool], _Pattern] = {}
+_CACHE_SIZE = 256  # compiled patterns kept (the cache is emptied when full)
 
 
 @tool("grep")
@@ -149,18 +191,14 @@ def _grep(sh, args, stdin):
     else:
         raise ShellError("grep: missing pattern; usage: grep [-rnli] PATTERN [FILE...]")
     key = (pattern, "F" in flags, "i" in flags, "w" in flags)
-    rx = _RE_CACHE.get(key)
-    if rx is None:
+    pat = _RE_CACHE.get(key)
+    if pat is None:
         src = re.escape(pattern) if "F" in flags else pattern
         if "w" in flags:
             src = r"\b(?:" + src + r")\b"
-        try:
-            # re.M: ^ and $ then match at line ends in the whole-file pre-check too (the per-line search is unchanged)
-            rx = _RE_CACHE[key] = re.compile(src, re.M | (re.I if "i" in flags else 0))
-        except re.error as e:
-            raise ShellError(
-                f"grep: invalid regular expression '{pattern}' ({e.msg}); use -F for a fixed string"
-            ) from None
+        if len(_RE_CACHE) >= _CACHE_SIZE:
+            _RE_CACHE.clear()
+        pat = _RE_CACHE[key] = _Pattern(pattern, src, re.M | (re.I if "i" in flags else 0))
     recursive = bool(flags & {"r", "R"})
     implicit = recursive and not rest  # grep -r PATTERN searches '.' and prints paths without './'
     if implicit:
@@ -191,18 +229,41 @@ def _grep(sh, args, stdin):
     invert, number, names = "v" in flags, "n" in flags, "l" in flags
     out = []
     whole = sh.fs.files
+    chars = sum(len(whole[path]) if path is not None else sum(len(t) for t, _ in lines) for _, lines, path in sources)
+    m = None
+    if pat.simple and pat.size * chars <= regex.RE_STEPS:  # cannot backtrack: Python's re, in C
+        sh.charge(chars + pat.size * chars // 16)
+        search, precheck = pat.rx.search, pat.precheck
+    else:  # the linear-time automaton, metered step by step
+        m = pat.matcher()
+        search, precheck = m.search, False
+        m.left = sh.left
+    try:
+        out = _grep_lines(sources, search, precheck and not invert, whole, prefix, invert, number, names)
+    except regex.TooComplex:
+        raise ShellError(f"grep: pattern too complex for this input; simplify '{pattern}' or use -F") from None
+    finally:
+        if m is not None:
+            sh.left = min(sh.left, m.left)
+            if m.size > 64:
+                m.flush()  # keep only small automata between calls
+    return out, errs, 2 if errs else 0 if out else 1
+
+
+def _grep_lines(sources, search, precheck, whole, prefix, invert, number, names) -> Lines:
+    out = []
     for disp, lines, path in sources:
-        if path is not None and not invert and rx.search(whole[path]) is None:
+        if path is not None and precheck and search(whole[path]) is None:
             continue  # no line can match: skip the file without a per-line loop
         for k, (text, taint) in enumerate(lines):
-            if (rx.search(text) is None) != invert:
+            if (search(text) is None) != invert:
                 continue
             if names:
                 out.append((disp, False))  # a file name is not content (see "read" in the docs)
                 break
             head = (disp + ":" if prefix else "") + (f"{k + 1}:" if number else "")
             out.append((head + text, taint))
-    return out, errs, 2 if errs else 0 if out else 1
+    return out
 
 
 @tool("ls")
@@ -245,8 +306,7 @@ def _find(sh, args, stdin):
             raise ShellError(f"find: unknown predicate '{a}'; supported: -name PATTERN, -iname PATTERN, -type f|d")
     rx = None
     if name is not None:
-        pat = name[0].replace("*", STAR).replace("?", QMARK)
-        rx = re.compile(glob_re(pat).pattern, re.I | re.S) if name[1] else glob_re(pat)
+        rx = glob_re(name[0].replace("*", STAR).replace("?", QMARK), ignorecase=name[1])
     out, errs = [], []
     for a in roots or ["."]:
         p = sh.path(a)
@@ -265,6 +325,7 @@ def _find(sh, args, stdin):
                 stem = stem.rstrip("/")  # "/" + "/" + name would print "//name"
                 entries.extend((stem + "/" + n, n, "d") for n in dirs)
                 entries.extend((stem + "/" + n, n, "f") for n in files)
+        sh.charge(2 * len(entries))
         for disp, leaf, k in sorted(entries):
             if (kind is None or kind == k) and (rx is None or rx.match(leaf)):
                 out.append((disp, False))
@@ -348,13 +409,15 @@ def _sh(sh, args, stdin):
         raise ShellError("sh: only sh -c 'COMMANDS' is supported")
     if sh.depth >= MAX_DEPTH:
         raise ShellError(f"sh: nesting deeper than {MAX_DEPTH} levels is not supported")
-    cwd, saved = sh.cwd, dict(sh.vars)
+    if len(args[1]) > sh.max_line_chars:
+        raise ShellError(f"sh: command too long ({len(args[1])} chars, limit {sh.max_line_chars}); send a shorter one")
+    cwd, saved, saved_chars = sh.cwd, dict(sh.vars), sh._vars_chars
     sh.depth += 1
     try:
         lines, status = sh.run(args[1])
     finally:
         sh.depth -= 1
-        sh.cwd, sh.vars = cwd, saved  # a child shell's cd and variables do not leak out
+        sh.cwd, sh.vars, sh._vars_chars = cwd, saved, saved_chars  # a child shell's cd and variables do not leak
     return lines, [], status
 
 
