@@ -26,7 +26,8 @@ WORK_LIMIT = 2_000_000
 MAX_WORD_CHARS = 100_000  # one expanded word (a variable's value too)
 MAX_ARGV_CHARS = 200_000  # all the words of one command, after expansion
 MAX_VARS_CHARS = 1_000_000  # all the shell variables' values together
-MAX_GLOB_MATCHES = 10_000  # paths one glob word may expand to
+MAX_GLOB_MATCHES = 2_000  # paths one glob word may expand to (the repository holds about 250 files at most)
+NAME_MAX = 255  # the longest file name, as on Linux: a glob needing more characters matches nothing
 _CACHE_SIZE = 512  # compiled glob patterns kept (the cache is emptied when full)
 
 
@@ -126,13 +127,15 @@ class _Stars:
         return pos <= end and self.tail.match(name, end) is not None
 
 
+_NOTHING = re.compile(r"(?!)")
 _GLOB_CACHE: dict[tuple[str, bool], re.Pattern | _Stars] = {}
 
 
 def glob_re(comp: str, ignorecase: bool = False) -> re.Pattern | _Stars:
     """A matcher for one path component (``*`` and ``?`` active as STAR/QMARK): ``.match(name)`` is truthy on a match.
 
-    Runs of ``*`` are one ``*``; with one ``*`` it is a regular expression, with more a :class:`_Stars`."""
+    Runs of ``*`` are one ``*``; with one ``*`` it is a regular expression, with more a :class:`_Stars`; one
+    that needs more than NAME_MAX characters matches nothing."""
     key = (comp, ignorecase)
     r = _GLOB_CACHE.get(key)
     if r is None:
@@ -140,7 +143,9 @@ def glob_re(comp: str, ignorecase: bool = False) -> re.Pattern | _Stars:
             _GLOB_CACHE.clear()
         comp = re.sub(STAR + "{2,}", STAR, comp)
         flags = re.S | (re.I if ignorecase else 0)
-        if comp.count(STAR) > 1:
+        if len(comp) - comp.count(STAR) > NAME_MAX:
+            r = _NOTHING
+        elif comp.count(STAR) > 1:
             r = _Stars(comp, flags)
         else:
             pat = "".join(".*" if c == STAR else "." if c == QMARK else re.escape(c) for c in comp)
@@ -152,33 +157,40 @@ def glob_re(comp: str, ignorecase: bool = False) -> re.Pattern | _Stars:
 def glob(fs: FileSystem, cwd: str, pattern: str, charge=None) -> list[str]:
     """Paths matching ``pattern`` (``*`` and ``?`` active as STAR/QMARK), spelled as the pattern was.
 
-    ``charge(n)`` is called with the candidates tested; more than MAX_GLOB_MATCHES paths at any step (each
-    ``..`` after a ``*`` multiplies the spellings) is a ShellError."""
+    ``charge(n)`` is called for each directory read, in proportion to its names and the spelling's length;
+    more than MAX_GLOB_MATCHES paths at any step (each ``..`` after a ``*`` multiplies the spellings) is a
+    ShellError."""
     absolute = pattern.startswith("/")
     found = [("/" if absolute else "", "/" if absolute else cwd)]  # (display, absolute dir)
     comps = [c for c in pattern.split("/") if c != ""]
     for i, comp in enumerate(comps):
         last = i == len(comps) - 1
         nxt = []
+        literal = STAR not in comp and QMARK not in comp
+        rx = None if literal else glob_re(comp)
         for disp, where in found:
             sep = "" if disp in ("", "/") else "/"
-            if STAR not in comp and QMARK not in comp:
+            if literal:
                 p = normpath(where, comp)
                 if fs.exists(p) and (last or fs.is_dir(p)):
                     nxt.append((disp + sep + comp, p))
+                if charge is not None:
+                    charge(2 + (len(disp) + len(where)) // 16)
                 continue
             if not fs.is_dir(where):
                 continue
-            rx = glob_re(comp)
-            for name in fs.children[where]:
+            names = fs.children[where]
+            if charge is not None:
+                charge(len(names) * (8 + len(disp) // 16))
+            for name in names:
                 if name.startswith(".") and not comp.startswith("."):
                     continue
                 p = where.rstrip("/") + "/" + name
                 if rx.match(name) and (last or fs.is_dir(p)):
                     nxt.append((disp + sep + name, p))
-        if charge is not None:
-            charge(len(found) + len(nxt))
-        if len(nxt) > MAX_GLOB_MATCHES:
-            raise ShellError(f"glob: more than {MAX_GLOB_MATCHES} paths match; use a narrower pattern")
+            if len(nxt) > MAX_GLOB_MATCHES:
+                raise ShellError(f"glob: more than {MAX_GLOB_MATCHES} paths match; use a narrower pattern")
+        if charge is not None and not literal:
+            charge(200)  # compiling the component's matcher
         found = nxt
     return sorted(d for d, _ in found)

@@ -149,10 +149,7 @@ class _Eval:
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, node) -> tuple[object, bool]:
-        sh = self.sh
-        sh.left -= 8
-        if sh.left < 0:
-            raise PyError(f"RuntimeError: the call ran out of its work budget ({WORK_LIMIT:,} steps)")
+        self._spend(16)
         if isinstance(node, ast.Constant):
             if not isinstance(node.value, str | bytes | int | type(None)):
                 raise PyError(_unsupported(node))
@@ -216,6 +213,12 @@ class _Eval:
         if isinstance(node, ast.Attribute):
             raise PyError(f"AttributeError: '{ast.unparse(node)}' is not supported without a call")
         raise PyError(_unsupported(node))
+
+    def _spend(self, steps: int) -> None:
+        """Spend the shell's work budget for this call."""
+        self.sh.left -= steps
+        if self.sh.left < 0:
+            raise PyError(f"RuntimeError: the call ran out of its work budget ({WORK_LIMIT:,} steps)")
 
     def _room(self, n: int) -> None:
         """Refuse a value of ``n`` items before it is built; spend work in proportion to it."""
@@ -312,6 +315,7 @@ class _Eval:
                 return list(fs.children[p]), taint
             walked = []
             for d, dirs, files in fs.walk(p):
+                self._spend(16 + 16 * (len(dirs) + len(files)))
                 rel = d[len(p) :].strip("/")
                 walked.append(("/".join(x for x in (arg.rstrip("/"), rel) if x) or "/", list(dirs), list(files)))
             return walked, taint
@@ -391,9 +395,10 @@ def run_python(sh, code: str) -> tuple[Lines, list[str], int]:
             tree = ast.parse(code, mode="exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             return [], [f"python: SyntaxError: {getattr(e, 'msg', None) or 'cannot parse'}"], 1
-        if len(_PARSED) >= _CACHE_SIZE:
-            _PARSED.clear()
-        _PARSED[code] = tree  # the evaluator never mutates a tree, so parses are shared
+        if len(code) <= 2000:
+            if len(_PARSED) >= _CACHE_SIZE:
+                _PARSED.clear()
+            _PARSED[code] = tree  # the evaluator never mutates a tree, so parses are shared
     ev = _Eval(sh)
     try:
         for node in tree.body:

@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 MAX_NFA = 4000  # NFA positions after counted repeats are unrolled
 RE_STEPS = 20_000_000  # len(pattern) * chars searched allowed on re's engine (about 0.1 s in the worst case)
-MAX_STORED = 200_000  # NFA positions held in cached DFA states before the table is flushed
+MAX_STORED = 200_000  # NFA positions and transitions held in the DFA table before it is flushed
 _CHAR, _SPLIT, _ASSERT, _MATCH = 0, 1, 2, 3
 _CATEGORY = {
     _c.CATEGORY_DIGIT: r"\d",
@@ -214,8 +214,9 @@ class Matcher:
     def _char(self, ch: str) -> tuple:
         info = self._chars.get(ch)
         if info is None:
-            if len(self._chars) > 4096:
+            if len(self._chars) >= 1024:
                 self._chars.clear()
+            self.left -= 2 * len(self.preds)  # one test of each predicate on a character not seen yet
             cls = (1 if re.match(r"\w", ch) else 0) | (2 if re.match(r"(?a)\w", ch) else 0) | (4 if ch == "\n" else 0)
             info = self._chars[ch] = (cls, tuple(p.fullmatch(ch) is not None for p in self.preds))
         return info
@@ -258,6 +259,7 @@ class Matcher:
                 sid = self._intern(positions, prev)
             t = self._intern(frozenset(nxt), cls)
         self._trans[sid][ch] = t
+        self._stored += 1
         return t
 
     def search(self, text: str) -> bool | None:

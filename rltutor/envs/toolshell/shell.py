@@ -175,6 +175,7 @@ class Shell:
         self.left = WORK_LIMIT
         self.max_line_chars = 2000
         self._vars_chars = 0  # the length of all names and values in vars (kept by assign)
+        self._vars_seen = self.vars
 
     # -- running --------------------------------------------------------------------------------
     def charge(self, steps: int) -> None:
@@ -187,6 +188,9 @@ class Shell:
 
     def assign(self, name: str, value: str) -> None:
         """Set a shell variable; a ShellError if all names and values together would pass MAX_VARS_CHARS."""
+        if self.vars is not self._vars_seen:  # vars were replaced from outside (a loaded state, a child shell)
+            self._vars_seen = self.vars
+            self._vars_chars = sum(len(k) + len(v) for k, v in self.vars.items())
         old = self.vars.get(name)
         total = self._vars_chars + len(value) - (len(old) if old is not None else -len(name))
         if total > MAX_VARS_CHARS:
@@ -198,7 +202,6 @@ class Shell:
         """Run a command line; return its output lines (stderr and stdout in order) and exit status."""
         if self.depth == 0:
             self.left = WORK_LIMIT
-            self._vars_chars = sum(len(k) + len(v) for k, v in self.vars.items())  # vars may be set from outside
         try:
             seq = lex(line)
         except ShellError as e:
@@ -219,8 +222,13 @@ class Shell:
         status = 0
         for k, raw in enumerate(pipeline):
             try:
-                self.charge(100)
+                self.left -= 100  # charge(100), inlined: this runs for every command
+                if self.left < 0:
+                    self.charge(0)
                 argv = self._expand_command(raw)
+                self.left -= 48 * len(argv)  # each argument is parsed and resolved by the tool
+                if self.left < 0:
+                    self.charge(0)
             except ShellError as e:
                 out.append((f"bash: {e}", False))
                 self.errors += 1
@@ -249,7 +257,9 @@ class Shell:
                 continue
             try:
                 lines, errs, status = fn(self, argv[1:], stdin)
-                self.charge(8 * len(lines))
+                self.left -= 8 * len(lines)
+                if self.left < 0:
+                    self.charge(0)
             except ShellError as e:  # the work budget ran out
                 lines, errs, status = [], [f"{name}: {e}"], 2
             except Exception as e:  # a safety net: a tool call never raises into the trainer
@@ -284,13 +294,10 @@ class Shell:
             self.assign(m.group(1), value)
             i += 1
         argv: list[str] = []
-        size = 0
-        for word in raw[i:]:
-            fields = self._expand_word(word)
-            size += sum(map(len, fields)) + len(fields)
-            if size > MAX_ARGV_CHARS:
-                raise ShellError(f"argument list too long (more than {MAX_ARGV_CHARS:,} characters); use fewer words")
-            argv.extend(fields)
+        for word in raw[i:]:  # each expanded word is charged, so argv holds at most WORK_LIMIT characters here
+            argv.extend(self._expand_word(word))
+        if len(argv) > 1 and sum(map(len, argv)) + len(argv) > MAX_ARGV_CHARS:
+            raise ShellError(f"argument list too long (more than {MAX_ARGV_CHARS:,} characters); use fewer words")
         return argv
 
     def _expand_word(self, word, split: bool = True) -> list[str]:
@@ -323,6 +330,8 @@ class Shell:
                     raise ShellError(f"expansion too long (more than {MAX_WORD_CHARS:,} characters in one word)")
                 if kind == "bare" and split:
                     pieces = val.split() if val.isascii() else [p for p in _IFS.split(val) if p]
+                    if len(pieces) > 1:
+                        self.charge(100 * len(pieces))  # each becomes a field: a list, a string, GC work
                     if val[:1] in _BLANKS and fields[-1]:
                         fields.append([])
                     for k, p in enumerate(pieces):

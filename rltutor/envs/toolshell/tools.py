@@ -91,6 +91,7 @@ def _read_files(sh: Shell, name: str, args: list[str], stdin: Lines | None):
     for a in args:
         p = sh.path(a)
         if p in sh.fs.files:
+            sh.charge(8 * len(sh.fs.lines[p]))  # paid as read: many arguments cannot build a huge output first
             yield a, sh.fs.lines[p]
         elif sh.fs.is_dir(p):
             yield a, f"{name}: {a}: Is a directory"
@@ -178,6 +179,7 @@ class _Pattern:
 
 _RE_CACHE: dict[tuple[str, bool, bool, bool], _Pattern] = {}
 _CACHE_SIZE = 256  # compiled patterns kept (the cache is emptied when full)
+_CACHED_CHARS = 200  # longer patterns are compiled for each call (a kept one may hold an automaton)
 
 
 @tool("grep")
@@ -190,15 +192,20 @@ def _grep(sh, args, stdin):
         pattern, rest = rest[0], rest[1:]
     else:
         raise ShellError("grep: missing pattern; usage: grep [-rnli] PATTERN [FILE...]")
+    if len(pattern) > sh.max_line_chars:  # re's parser is Python: its time grows with the pattern
+        raise ShellError(f"grep: pattern too long ({len(pattern)} chars, limit {sh.max_line_chars}); use a shorter one")
     key = (pattern, "F" in flags, "i" in flags, "w" in flags)
     pat = _RE_CACHE.get(key)
     if pat is None:
         src = re.escape(pattern) if "F" in flags else pattern
         if "w" in flags:
             src = r"\b(?:" + src + r")\b"
-        if len(_RE_CACHE) >= _CACHE_SIZE:
-            _RE_CACHE.clear()
-        pat = _RE_CACHE[key] = _Pattern(pattern, src, re.M | (re.I if "i" in flags else 0))
+        sh.charge(50 * len(src))
+        pat = _Pattern(pattern, src, re.M | (re.I if "i" in flags else 0))
+        if len(src) <= _CACHED_CHARS:
+            if len(_RE_CACHE) >= _CACHE_SIZE:
+                _RE_CACHE.clear()
+            _RE_CACHE[key] = pat
     recursive = bool(flags & {"r", "R"})
     implicit = recursive and not rest  # grep -r PATTERN searches '.' and prints paths without './'
     if implicit:
@@ -217,6 +224,7 @@ def _grep(sh, args, stdin):
                 continue
             base = a.rstrip("/") or "/"
             for d, _, files in sh.fs.walk(p):
+                sh.charge(40 + 40 * len(files))  # each file becomes a source: -r over many roots is paid for
                 rel = d[len(p) :].strip("/")
                 for f in files:
                     disp = "/".join(x for x in (base if base != "/" else "", rel, f) if x)
@@ -279,6 +287,7 @@ def _ls(sh, args, stdin):
         elif sh.fs.is_dir(p):
             if len(paths) > 1:
                 out.append((f"{a}:", False))
+            sh.charge(8 * len(sh.fs.children[p]))
             out.extend((n, False) for n in sh.fs.children[p])
         else:
             errs.append(f"ls: cannot access '{a}': No such file or directory")
@@ -319,13 +328,13 @@ def _find(sh, args, stdin):
         else:
             entries = [(a, p.rsplit("/", 1)[-1] or "/", "d")]
             for d, dirs, files in sh.fs.walk(p):
+                sh.charge(16 + 16 * (len(dirs) + len(files)))
                 rel = d[len(p) :].strip("/")
                 stem = "/".join(x for x in (base if base != "/" else "", rel) if x)
                 stem = "/" + stem if base == "/" else stem
                 stem = stem.rstrip("/")  # "/" + "/" + name would print "//name"
                 entries.extend((stem + "/" + n, n, "d") for n in dirs)
                 entries.extend((stem + "/" + n, n, "f") for n in files)
-        sh.charge(2 * len(entries))
         for disp, leaf, k in sorted(entries):
             if (kind is None or kind == k) and (rx is None or rx.match(leaf)):
                 out.append((disp, False))
@@ -389,6 +398,7 @@ def _pytest(sh, args, stdin):
         files = [(a, p)] if p in sh.fs.files else []
         if not files:
             for d, _, names in sh.fs.walk(p):
+                sh.charge(16 + 16 * len(names))
                 rel = d[len(p) :].strip("/")
                 files += [("/".join(x for x in (base, rel, n) if x), d.rstrip("/") + "/" + n) for n in names]
         for disp, fp in files:
@@ -411,13 +421,13 @@ def _sh(sh, args, stdin):
         raise ShellError(f"sh: nesting deeper than {MAX_DEPTH} levels is not supported")
     if len(args[1]) > sh.max_line_chars:
         raise ShellError(f"sh: command too long ({len(args[1])} chars, limit {sh.max_line_chars}); send a shorter one")
-    cwd, saved, saved_chars = sh.cwd, dict(sh.vars), sh._vars_chars
+    cwd, saved = sh.cwd, dict(sh.vars)
     sh.depth += 1
     try:
         lines, status = sh.run(args[1])
     finally:
         sh.depth -= 1
-        sh.cwd, sh.vars, sh._vars_chars = cwd, saved, saved_chars  # a child shell's cd and variables do not leak
+        sh.cwd, sh.vars = cwd, saved  # a child shell's cd and variables do not leak out
     return lines, [], status
 
 
@@ -426,4 +436,6 @@ def _sh(sh, args, stdin):
 def _python(sh, args, stdin):
     if len(args) < 2 or args[0] != "-c":
         raise ShellError("python: only python -c 'CODE' is supported")
+    if len(args[1]) > sh.max_line_chars:
+        raise ShellError(f"python: code too long ({len(args[1])} chars, limit {sh.max_line_chars}); send shorter code")
     return run_python(sh, args[1])
