@@ -395,7 +395,7 @@ def run_python(sh, code: str) -> tuple[Lines, list[str], int]:
             tree = ast.parse(code, mode="exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             return [], [f"python: SyntaxError: {getattr(e, 'msg', None) or 'cannot parse'}"], 1
-        if len(code) <= 2000:
+        if len(code) <= 300:  # a parse takes about 300 bytes per character of code
             if len(_PARSED) >= _CACHE_SIZE:
                 _PARSED.clear()
             _PARSED[code] = tree  # the evaluator never mutates a tree, so parses are shared

@@ -159,22 +159,25 @@ class _Pattern:
         self._matcher: regex.Matcher | None = None
 
     def matcher(self) -> regex.Matcher:
-        """The linear-time matcher; a ShellError naming the construct it cannot decide."""
-        if self._matcher is None:
+        """The linear-time matcher (kept when its NFA is small); a ShellError naming what it cannot decide."""
+        m = self._matcher
+        if m is None:
             why = self.needs
             if why is None:
                 try:
-                    self._matcher = regex.Matcher(self.tree, self.flags)
+                    m = regex.Matcher(self.tree, self.flags)
                 except regex.Unsupported as e:
                     why = str(e)
-            if self._matcher is None:
+            if m is None:
                 raise ShellError(
                     f"grep: {why} are supported only in patterns without repetition or alternation (or over short "
                     f"input); simplify '{self.pattern}' or use -F"
                     if not why.startswith("pattern too large")
                     else f"grep: {why}: '{self.pattern[:80]}'; use a shorter pattern or -F"
                 )
-        return self._matcher
+            if len(m.kind) <= 256:
+                self._matcher = m
+        return m
 
 
 _RE_CACHE: dict[tuple[str, bool, bool, bool], _Pattern] = {}
