@@ -57,6 +57,7 @@ class FileSystem:
             names.sort()
         self._walks: dict[str, list] = {}
         # A file's output, precomputed: each line with its taint (hidden or not).
+        self.max_file_chars = max(map(len, self.files.values()), default=0)
         self.lines: dict[str, Lines] = {}
         for path, text in self.files.items():
             h = is_hidden(path)

@@ -80,6 +80,11 @@ def _flat(v, memo: dict | None = None) -> int:
         return 4 * len(v) + 3
     if not isinstance(v, list | tuple):
         return 100 if isinstance(v, _File | _Module) else len(str(v)) if isinstance(v, int) else 8
+    if not any(isinstance(x, list | tuple) for x in v):  # flat: no sharing can multiply the text
+        n = 2 + sum(4 * len(x) + 5 if isinstance(x, str | bytes) else _flat(x) + 2 for x in v)
+        if n > 4 * MAX_VALUE_CHARS + 3:
+            raise PyError(f"MemoryError: value longer than {MAX_VALUE_CHARS} items")
+        return n
     memo = {} if memo is None else memo
     n = memo.get(id(v))
     if n is None:
@@ -149,7 +154,10 @@ class _Eval:
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, node) -> tuple[object, bool]:
-        self._spend(16)
+        sh = self.sh  # _spend(16), inlined: this runs for every node
+        sh.left -= 16
+        if sh.left < 0:
+            self._spend(0)
         if isinstance(node, ast.Constant):
             if not isinstance(node.value, str | bytes | int | type(None)):
                 raise PyError(_unsupported(node))

@@ -176,6 +176,7 @@ class Shell:
         self.max_line_chars = 2000
         self._vars_chars = 0  # the length of all names and values in vars (kept by assign)
         self._vars_seen = self.vars
+        self._expanded = 0
 
     # -- running --------------------------------------------------------------------------------
     def charge(self, steps: int) -> None:
@@ -294,10 +295,11 @@ class Shell:
             self.assign(m.group(1), value)
             i += 1
         argv: list[str] = []
-        for word in raw[i:]:  # each expanded word is charged, so argv holds at most WORK_LIMIT characters here
+        self._expanded = 0  # characters the expansions of this command produced (literal words are the line's)
+        for word in raw[i:]:
             argv.extend(self._expand_word(word))
-        if len(argv) > 1 and sum(map(len, argv)) + len(argv) > MAX_ARGV_CHARS:
-            raise ShellError(f"argument list too long (more than {MAX_ARGV_CHARS:,} characters); use fewer words")
+            if self._expanded > MAX_ARGV_CHARS:
+                raise ShellError(f"argument list too long (more than {MAX_ARGV_CHARS:,} characters); use fewer words")
         return argv
 
     def _expand_word(self, word, split: bool = True) -> list[str]:
@@ -346,7 +348,10 @@ class Shell:
             lit = text[pos:]
             fields[-1].append(lit.replace("*", STAR).replace("?", QMARK) if kind == "bare" else lit)
             quoted_any = quoted_any or kind == "double"
-        self.charge(size)
+        self._expanded += size
+        self.left -= size  # charge(size), inlined
+        if self.left < 0:
+            self.charge(0)
         out = []
         for f in fields:
             s = "".join(f)
@@ -357,6 +362,7 @@ class Shell:
             if STAR in s or QMARK in s:
                 matches = glob(self.fs, self.cwd, s, self.charge)
                 if matches:
+                    self._expanded += sum(map(len, matches)) + len(matches)
                     out.extend(matches)
                     continue
                 s = s.replace(STAR, "*").replace(QMARK, "?")

@@ -91,8 +91,11 @@ def _read_files(sh: Shell, name: str, args: list[str], stdin: Lines | None):
     for a in args:
         p = sh.path(a)
         if p in sh.fs.files:
-            sh.charge(8 * len(sh.fs.lines[p]))  # paid as read: many arguments cannot build a huge output first
-            yield a, sh.fs.lines[p]
+            lines = sh.fs.lines[p]
+            sh.left -= 8 * len(lines)  # paid as read: many arguments cannot build a huge output first
+            if sh.left < 0:
+                sh.charge(0)
+            yield a, lines
         elif sh.fs.is_dir(p):
             yield a, f"{name}: {a}: Is a directory"
         else:
@@ -240,7 +243,10 @@ def _grep(sh, args, stdin):
     invert, number, names = "v" in flags, "n" in flags, "l" in flags
     out = []
     whole = sh.fs.files
-    chars = sum(len(whole[path]) if path is not None else sum(len(t) for t, _ in lines) for _, lines, path in sources)
+    # an upper bound on the characters searched (stdin exactly, each file as the largest one)
+    chars = len(sources) * sh.fs.max_file_chars
+    if not rest:
+        chars += sum(len(t) for t, _ in stdin or [])
     m = None
     if pat.simple and pat.size * chars <= regex.RE_STEPS:  # cannot backtrack: Python's re, in C
         sh.charge(chars + pat.size * chars // 16)
