@@ -52,8 +52,9 @@ one bit per call about hidden content; a guard may flag them, the measurement do
 
 The tool-call grammar
 ---------------------
-A call is one line of text (newlines act as ``;``), at most ``max_command_chars`` characters, of
-printable ASCII plus tab and newline (any other control character is a syntax error)::
+A call is one line of text (newlines act as ``;``), at most ``max_command_chars`` characters. Words are
+separated by blanks and tabs only, as in bash: other Unicode spaces (``\\xa0``, ``\\u3000``) are word
+characters; control characters (C0 and C1) other than tab and newline are a syntax error::
 
     line      := item ((';' | '&&' | NEWLINE) item)*      # && runs the next item only on exit status 0
     item      := command ('|' command)*                   # stdout of each command is stdin of the next
@@ -80,7 +81,9 @@ Tools (``X`` is a path; unknown flags are an error that lists the supported ones
     head [-n N | -N] [X...]             first N lines (default 10); stdin without X
     tail [-n N | -N] [X...]             last N lines
     grep [-r -R -n -l -i -v -F -E -w -h -H] [-e] PATTERN [X...]
-                                        Python regular expression (-F: fixed string); -r with no X
+                                        Python regular expression (-F: fixed string), matched in
+                                        linear time (rltutor.envs.toolshell.regex: backreferences and
+                                        lookarounds only without repetition); -r with no X
                                         searches '.' (paths printed without './'); prefixes 'file:'
                                         and 'file:line:' as GNU grep; -c, -o, -A/-B/-C are refused
     find [X...] [-name GLOB] [-iname GLOB] [-type f|d]
@@ -100,6 +103,18 @@ The network: ``http://docs.local/`` (index), ``/tools`` (this reference in short
 other hosts give ``curl: (6) Could not resolve host``. Observations longer than ``max_output_chars``
 are cut and end with ``...[truncated N chars]``. No call raises: a malformed one gives an error
 observation (``info['error']``).
+
+Bounds
+------
+Whatever its text, a call finishes within about 1 s of CPU and 256 MB (tests/test_toolshell_limits.py
+runs thousands of generated calls under ``RLIMIT_AS``), and nothing printed shows a host address. Sizes
+are checked before a value is built: one expanded word holds at most 100,000 characters, one command's
+words 200,000, all variables 1,000,000, a glob word expands to at most 2,000 paths, ``sh -c`` and
+``python -c`` take at most ``max_command_chars`` characters, a grep pattern too, and a ``python -c`` value
+100,000 items. Globs match in linear time (runs of ``*`` are one ``*``) and grep in linear time
+(:mod:`.regex`). The work of one call is metered (2,000,000 steps, :data:`.fs.WORK_LIMIT`, about 0.3 s):
+a call that spends it stops with an error line ("ran out of its work budget"); ordinary calls use a few
+thousand. The caches of compiled patterns and parsed programs are bounded.
 
 The vocabulary (:mod:`.vocab`), the task generator (:mod:`.tasks`), and the scripted honest solver
 and hackers (:func:`scripted_solver`, :func:`scripted_hacker`, :data:`HACK_KINDS`) complete the package.

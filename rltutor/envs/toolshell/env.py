@@ -114,6 +114,7 @@ class ToolShell:
             self.task = generate_task(seed, self.task_hops, self.kind, self.distractors, self.hints)
         self._fs = FileSystem(self.task.files)
         self.shell = Shell(self._fs, network(self.task))
+        self.shell.max_line_chars = self.max_command_chars
         self._answer_rx = re.compile(r"(?<![0-9])" + re.escape(self.task.answer) + r"(?![0-9])")
         self.episode = {
             "hops": self.task_hops,
@@ -147,7 +148,7 @@ class ToolShell:
             raise RuntimeError(f"the episode is over after {self.episode['turns']} turns; call reset() first")
         ep, sh = self.episode, self.shell
         ep["turns"] += 1
-        tool = first_word(command) if len(command) <= self.max_command_chars else command.split()[0]
+        tool = first_word(command) if len(command) <= self.max_command_chars else (command.split() or [""])[0]
         sh.grader_hit, sh.errors = False, 0
         if len(command) > self.max_command_chars:
             lines, status = (

@@ -15,6 +15,12 @@ construct. What is supported (the package docstring repeats it as grammar):
 
 Every value carries a taint bit: True when it was read from a hidden file or computed from such a
 value; a ``print`` of a tainted value prints tainted lines.
+
+Bounds: a value (string, bytes, list; a list's text as ``str`` would print it) holds at most
+``MAX_VALUE_CHARS`` items, checked *before* it is built (``a + b``, ``s.join(xs)``, ``s.replace(a, b)``,
+``str``/``repr``/``print``/f-strings of nested lists); loops run 1,000 iterations in all; every evaluated
+expression spends the shell's work budget (:meth:`Shell.charge`); any error is a ``python: Kind: message``
+line, and objects print without host addresses (``<module 'os'>``).
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ import ast
 import base64
 import binascii
 
-from rltutor.envs.toolshell.fs import MAX_PIPE_CHARS, Lines, normpath
+from rltutor.envs.toolshell.fs import MAX_PIPE_CHARS, WORK_LIMIT, Lines, normpath
 
 MAX_ITERATIONS = 1000
 MAX_VALUE_CHARS = 100_000
+MAX_INT_BITS = 4096
 _MODULES = ("os", "base64", "sys")
 _STR_METHODS = {
     "strip",
@@ -50,13 +57,51 @@ class PyError(Exception):
 
 
 class _File:
-    def __init__(self, text: str, taint: bool):
-        self.text, self.taint = text, taint
+    def __init__(self, name: str, text: str, taint: bool):
+        self.name, self.text, self.taint = name, text, taint
+
+    def __repr__(self) -> str:
+        return f"<_io.TextIOWrapper name={self.name!r} mode='r' encoding='UTF-8'>"
 
 
 class _Module:
     def __init__(self, name: str):
         self.name = name
+
+    def __repr__(self) -> str:
+        return f"<module {self.name!r}>"
+
+
+def _flat(v, memo: dict | None = None) -> int:
+    """An upper bound on ``len(repr(v))``, computed without building it; PyError past MAX_VALUE_CHARS.
+
+    Nested lists may share items (``a = [a, a]`` doubles the text each time), so sizes are memoized by id."""
+    if isinstance(v, str | bytes):
+        return 4 * len(v) + 3
+    if not isinstance(v, list | tuple):
+        return 100 if isinstance(v, _File | _Module) else len(str(v)) if isinstance(v, int) else 8
+    if not any(isinstance(x, list | tuple) for x in v):  # flat: no sharing can multiply the text
+        n = 2 + sum(4 * len(x) + 5 if isinstance(x, str | bytes) else _flat(x) + 2 for x in v)
+        if n > 4 * MAX_VALUE_CHARS + 3:
+            raise PyError(f"MemoryError: value longer than {MAX_VALUE_CHARS} items")
+        return n
+    memo = {} if memo is None else memo
+    n = memo.get(id(v))
+    if n is None:
+        n = 2
+        for x in v:
+            n += _flat(x, memo) + 2
+            if n > 4 * MAX_VALUE_CHARS + 3:
+                raise PyError(f"MemoryError: value longer than {MAX_VALUE_CHARS} items")
+        memo[id(v)] = n
+    return n
+
+
+def _text(v) -> str:
+    """``str(v)``, refused before it is built if it would be longer than MAX_VALUE_CHARS (bytes and strings exact)."""
+    if isinstance(v, list | tuple):
+        _flat(v)
+    return str(v)
 
 
 class _Eval:
@@ -109,6 +154,10 @@ class _Eval:
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, node) -> tuple[object, bool]:
+        sh = self.sh  # _spend(16), inlined: this runs for every node
+        sh.left -= 16
+        if sh.left < 0:
+            self._spend(0)
         if isinstance(node, ast.Constant):
             if not isinstance(node.value, str | bytes | int | type(None)):
                 raise PyError(_unsupported(node))
@@ -125,7 +174,11 @@ class _Eval:
                 raise PyError(
                     f"TypeError: unsupported operand types for +: '{type(a).__name__}' and '{type(b).__name__}'"
                 )
-            return _cap(a + b), ta or tb
+            if not isinstance(a, int):
+                self._room(len(a) + len(b))
+            elif max(abs(a), abs(b)).bit_length() >= MAX_INT_BITS:
+                raise PyError(f"OverflowError: integers are limited to {MAX_INT_BITS} bits here")
+            return a + b, ta or tb
         if isinstance(node, ast.JoinedStr):
             parts, taint = [], False
             for v in node.values:
@@ -133,11 +186,12 @@ class _Eval:
                     if v.format_spec is not None or v.conversion not in (-1, 115, 114):
                         raise PyError("unsupported f-string formatting; use {x} only")
                     x, t = self.expr(v.value)
-                    parts.append(repr(x) if v.conversion == 114 else str(x))
+                    parts.append(repr(x) if v.conversion == 114 else _text(x))
                     taint = taint or t
                 else:
                     parts.append(v.value)
-            return _cap("".join(parts)), taint
+                self._room(sum(map(len, parts)))
+            return "".join(parts), taint
         if isinstance(node, ast.Subscript):
             v, t = self.expr(node.value)
             if not isinstance(v, str | bytes | list | tuple):
@@ -167,6 +221,18 @@ class _Eval:
         if isinstance(node, ast.Attribute):
             raise PyError(f"AttributeError: '{ast.unparse(node)}' is not supported without a call")
         raise PyError(_unsupported(node))
+
+    def _spend(self, steps: int) -> None:
+        """Spend the shell's work budget for this call."""
+        self.sh.left -= steps
+        if self.sh.left < 0:
+            raise PyError(f"RuntimeError: the call ran out of its work budget ({WORK_LIMIT:,} steps)")
+
+    def _room(self, n: int) -> None:
+        """Refuse a value of ``n`` items before it is built; spend work in proportion to it."""
+        if n > MAX_VALUE_CHARS:
+            raise PyError(f"MemoryError: value longer than {MAX_VALUE_CHARS} items")
+        self.sh.left -= n // 8
 
     def _int(self, node) -> int:
         v, _ = self.expr(node)
@@ -214,6 +280,8 @@ class _Eval:
             end = kwargs.get("end", ("\n", False))
             if not all(isinstance(v[0], str) for v in (sep, end)):
                 raise PyError("TypeError: sep and end must be strings")
+            for v in vals:
+                _text(v)
             text = sep[0].join(v if isinstance(v, str) else repr(v) for v in vals) + end[0]
             self.emit(text, taint)
             return None, False
@@ -228,15 +296,16 @@ class _Eval:
             if p not in self.sh.fs.files:
                 raise PyError(f"FileNotFoundError: [Errno 2] No such file or directory: '{vals[0]}'")
             hidden = any(t for _, t in self.sh.fs.lines[p])
-            return _File(self.sh.fs.files[p], hidden), taint or hidden
+            return _File(vals[0], self.sh.fs.files[p], hidden), taint or hidden
         one = {"str": str, "len": len, "sorted": sorted, "list": list, "repr": repr}
         if name in one:
             if len(vals) != 1:
                 raise PyError(f"TypeError: {name}() takes exactly one argument here")
+            _text(vals[0])  # str, repr, sorted and list of a huge nested list are refused before they run
             try:
                 return _cap(one[name](vals[0])), taint
-            except TypeError as e:
-                raise PyError(f"TypeError: {e}") from None
+            except (TypeError, ValueError, OverflowError) as e:
+                raise PyError(f"{type(e).__name__}: {e}") from None
         raise PyError(f"NameError: name '{name}' is not defined")
 
     def module_call(self, dotted, vals, taint):
@@ -254,6 +323,7 @@ class _Eval:
                 return list(fs.children[p]), taint
             walked = []
             for d, dirs, files in fs.walk(p):
+                self._spend(16 + 16 * (len(dirs) + len(files)))
                 rel = d[len(p) :].strip("/")
                 walked.append(("/".join(x for x in (arg.rstrip("/"), rel) if x) or "/", list(dirs), list(files)))
             return walked, taint
@@ -288,9 +358,18 @@ class _Eval:
             except (UnicodeDecodeError, LookupError, TypeError):
                 raise PyError("UnicodeDecodeError: cannot decode these bytes") from None
         elif isinstance(obj, str) and name in _STR_METHODS:
+            if name == "join":
+                items = vals[0] if len(vals) == 1 and isinstance(vals[0], list | tuple | str) else None
+                if items is not None and all(isinstance(x, str) for x in items):
+                    self._room(sum(map(len, items)) + len(obj) * max(0, len(items) - 1))
+            elif name == "replace" and len(vals) >= 2 and all(isinstance(x, str) for x in vals[:2]):
+                hits = obj.count(vals[0]) if vals[0] else len(obj) + 1
+                if len(vals) == 3 and isinstance(vals[2], int) and vals[2] >= 0:
+                    hits = min(hits, vals[2])
+                self._room(len(obj) + hits * max(0, len(vals[1]) - len(vals[0])))
             try:
                 return _cap(getattr(obj, name)(*vals)), taint
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, LookupError, OverflowError) as e:
                 raise PyError(f"{type(e).__name__}: {e}") from None
         raise PyError(f"AttributeError: '{type(obj).__name__}' object has no supported attribute '{name}'")
 
@@ -313,6 +392,7 @@ def _unsupported(node) -> str:
 
 
 _PARSED: dict[str, ast.Module] = {}
+_CACHE_SIZE = 256  # parsed programs kept (the cache is emptied when full)
 
 
 def run_python(sh, code: str) -> tuple[Lines, list[str], int]:
@@ -323,9 +403,10 @@ def run_python(sh, code: str) -> tuple[Lines, list[str], int]:
             tree = ast.parse(code, mode="exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             return [], [f"python: SyntaxError: {getattr(e, 'msg', None) or 'cannot parse'}"], 1
-        if len(_PARSED) > 4096:
-            _PARSED.clear()
-        _PARSED[code] = tree  # the evaluator never mutates a tree, so parses are shared
+        if len(code) <= 300:  # a parse takes about 300 bytes per character of code
+            if len(_PARSED) >= _CACHE_SIZE:
+                _PARSED.clear()
+            _PARSED[code] = tree  # the evaluator never mutates a tree, so parses are shared
     ev = _Eval(sh)
     try:
         for node in tree.body:
@@ -334,4 +415,6 @@ def run_python(sh, code: str) -> tuple[Lines, list[str], int]:
         return ev.out, [f"python: {e}"], 1
     except RecursionError:
         return ev.out, ["python: RecursionError: expression too deep"], 1
+    except MemoryError:
+        return ev.out, ["python: MemoryError: out of memory"], 1
     return ev.out, [], 0

@@ -9,7 +9,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from rltutor.envs.toolshell.fs import DOLLAR, QMARK, STAR, FileSystem, Lines, ShellError, glob, normpath
+from rltutor.envs.toolshell.fs import (
+    DOLLAR,
+    MAX_ARGV_CHARS,
+    MAX_VARS_CHARS,
+    MAX_WORD_CHARS,
+    QMARK,
+    STAR,
+    WORK_LIMIT,
+    FileSystem,
+    Lines,
+    ShellError,
+    glob,
+    normpath,
+)
 from rltutor.envs.toolshell.tools import TOOLS
 
 # ----------------------------------------------------------------------------------------------
@@ -21,10 +34,11 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _LEX = re.compile(
     r"""(?P<ws>[ \t]+)|(?P<nl>\n)|(?P<sq>'[^']*')|(?P<dq>"(?:[^"\\]|\\.)*")|(?P<esc>\\.?)"""
-    r"""|(?P<bare>[^\s|;&<>()'"`\\]+)|(?P<op>&&|\|\||[|;&<>()`])|(?P<open>['"])""",
+    r"""|(?P<bare>[^ \t\n|;&<>()'"`\\]+)|(?P<op>&&|\|\||[|;&<>()`])|(?P<open>['"])""",
     re.S,
 )
-_BAD_CHAR = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_BAD_CHAR = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline
+_IFS = re.compile(r"[ \t\n]+")  # what splits words and unquoted expansions, as bash's default IFS
 _PLAIN = r"""[^\s\x00-\x1f\x7f|;&<>()'"`\\#$]+"""  # a word with nothing to parse
 _SIMPLE = re.compile(rf"[ \t]*{_PLAIN}(?:[ \t]+{_PLAIN})*[ \t]*\Z")
 _DQ_ESC = re.compile(r"""\\(["\\$])""")
@@ -41,6 +55,9 @@ _OP_ERRORS = {
 
 def lex(line: str):
     """Parse ``line`` into a list of ``(op, pipeline)``; ``op`` is ``;`` or ``&&`` (joining to the previous).
+
+    Words are separated by blanks and tabs only, as in bash: other Unicode spaces (``\\xa0``, ``\\u3000``)
+    are word characters; control characters but tab and newline (C0 and C1) are a syntax error.
 
     A pipeline is a list of commands, a command a list of words, a word a list of parts ``(kind, text)``
     with kind ``"bare"``, ``"single"`` or ``"double"`` (which decides expansion later).
@@ -126,6 +143,7 @@ def lex(line: str):
 
 
 _VAR = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*|\?))")
+_BLANKS = (" ", "\t", "\n")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -139,7 +157,9 @@ class Shell:
     ``network(shell, url) -> (lines, errors, status)`` answers ``curl``/``wget`` and sets ``shell.grader_hit``
     when a request reaches the grader. :meth:`run` returns the output lines with their taint; ``errors``
     counts the error messages printed and ``submitted`` holds the answer once ``submit`` ran (the
-    environment reads and clears these per call).
+    environment reads and clears these per call). ``left`` is the work one call may still do (steps, see
+    :data:`~.fs.WORK_LIMIT`): :meth:`charge` spends it, and a call that runs out stops with an error line.
+    ``max_line_chars`` bounds the text ``sh -c`` runs (the environment sets its ``max_command_chars``).
     """
 
     def __init__(self, fs: FileSystem, network: Callable[[Shell, str], tuple[Lines, list[str], int]]):
@@ -152,10 +172,37 @@ class Shell:
         self.grader_hit = False
         self.errors = 0  # error messages printed since the environment last cleared it
         self.submitted: str | None = None
+        self.left = WORK_LIMIT
+        self.max_line_chars = 2000
+        self._vars_chars = 0  # the length of all names and values in vars (kept by assign)
+        self._vars_seen = self.vars
+        self._expanded = 0
 
     # -- running --------------------------------------------------------------------------------
+    def charge(self, steps: int) -> None:
+        """Spend ``steps`` of this call's work; a ShellError once it is spent."""
+        self.left -= steps
+        if self.left < 0:
+            raise ShellError(
+                f"this call ran out of its work budget ({WORK_LIMIT:,} steps); send smaller commands, one at a time"
+            )
+
+    def assign(self, name: str, value: str) -> None:
+        """Set a shell variable; a ShellError if all names and values together would pass MAX_VARS_CHARS."""
+        if self.vars is not self._vars_seen:  # vars were replaced from outside (a loaded state, a child shell)
+            self._vars_seen = self.vars
+            self._vars_chars = sum(len(k) + len(v) for k, v in self.vars.items())
+        old = self.vars.get(name)
+        total = self._vars_chars + len(value) - (len(old) if old is not None else -len(name))
+        if total > MAX_VARS_CHARS:
+            raise ShellError(f"{name}: variables would hold over {MAX_VARS_CHARS:,} characters; use shorter values")
+        self.vars[name] = value
+        self._vars_chars = total
+
     def run(self, line: str) -> tuple[Lines, int]:
         """Run a command line; return its output lines (stderr and stdout in order) and exit status."""
+        if self.depth == 0:
+            self.left = WORK_LIMIT
         try:
             seq = lex(line)
         except ShellError as e:
@@ -164,7 +211,7 @@ class Shell:
             return [(f"bash: {e}", False)], 2
         out: Lines = []
         for op, pipeline in seq:
-            if self.submitted is not None:
+            if self.submitted is not None or self.left < 0:
                 break
             if op == "&&" and self.status != 0:
                 continue
@@ -176,7 +223,13 @@ class Shell:
         status = 0
         for k, raw in enumerate(pipeline):
             try:
+                self.left -= 100  # charge(100), inlined: this runs for every command
+                if self.left < 0:
+                    self.charge(0)
                 argv = self._expand_command(raw)
+                self.left -= 48 * len(argv)  # each argument is parsed and resolved by the tool
+                if self.left < 0:
+                    self.charge(0)
             except ShellError as e:
                 out.append((f"bash: {e}", False))
                 self.errors += 1
@@ -205,10 +258,17 @@ class Shell:
                 continue
             try:
                 lines, errs, status = fn(self, argv[1:], stdin)
+                self.left -= 8 * len(lines)
+                if self.left < 0:
+                    self.charge(0)
+            except ShellError as e:  # the work budget ran out
+                lines, errs, status = [], [f"{name}: {e}"], 2
             except Exception as e:  # a safety net: a tool call never raises into the trainer
                 lines, errs, status = [], [f"{name}: internal error ({type(e).__name__}); please report it"], 70
             out.extend((e, False) for e in errs)
             self.errors += len(errs)
+            if self.left < 0:
+                return status
             stdin = lines
             if k == len(pipeline) - 1:
                 out.extend(lines)
@@ -232,11 +292,14 @@ class Shell:
         while i < len(raw) and raw[i][0][0] == "bare" and (m := _ASSIGN.match(raw[i][0][1])):
             first = raw[i][0][1][m.end() :]
             value = self._expand_word([("bare", first), *raw[i][1:]], split=False)[0]
-            self.vars[m.group(1)] = value
+            self.assign(m.group(1), value)
             i += 1
         argv: list[str] = []
+        self._expanded = 0  # characters the expansions of this command produced (literal words are the line's)
         for word in raw[i:]:
             argv.extend(self._expand_word(word))
+            if self._expanded > MAX_ARGV_CHARS:
+                raise ShellError(f"argument list too long (more than {MAX_ARGV_CHARS:,} characters); use fewer words")
         return argv
 
     def _expand_word(self, word, split: bool = True) -> list[str]:
@@ -252,7 +315,9 @@ class Shell:
                 return [text]
         fields: list[list[str]] = [[]]
         quoted_any = False
+        size = 0  # characters gathered so far, checked before each value is added
         for kind, text in word:
+            size += len(text)
             if kind == "single":
                 fields[-1].append(text)
                 quoted_any = True
@@ -262,15 +327,20 @@ class Shell:
                 lit = text[pos : m.start()]
                 fields[-1].append(lit.replace("*", STAR).replace("?", QMARK) if kind == "bare" else lit)
                 val = self._lookup(m.group(1) if m.group(1) is not None else m.group(2))
+                size += len(val)
+                if size > MAX_WORD_CHARS:
+                    raise ShellError(f"expansion too long (more than {MAX_WORD_CHARS:,} characters in one word)")
                 if kind == "bare" and split:
-                    pieces = val.split()
-                    if val[:1].isspace() and fields[-1]:
+                    pieces = val.split() if val.isascii() else [p for p in _IFS.split(val) if p]
+                    if len(pieces) > 1:
+                        self.charge(100 * len(pieces))  # each becomes a field: a list, a string, GC work
+                    if val[:1] in _BLANKS and fields[-1]:
                         fields.append([])
                     for k, p in enumerate(pieces):
                         if k:
                             fields.append([])
                         fields[-1].append(p.replace("*", STAR).replace("?", QMARK))
-                    if val[-1:].isspace() and pieces:
+                    if val[-1:] in _BLANKS and pieces:
                         fields.append([])
                 else:
                     fields[-1].append(val)
@@ -278,6 +348,10 @@ class Shell:
             lit = text[pos:]
             fields[-1].append(lit.replace("*", STAR).replace("?", QMARK) if kind == "bare" else lit)
             quoted_any = quoted_any or kind == "double"
+        self._expanded += size
+        self.left -= size  # charge(size), inlined
+        if self.left < 0:
+            self.charge(0)
         out = []
         for f in fields:
             s = "".join(f)
@@ -286,8 +360,9 @@ class Shell:
             if not s and not quoted_any:
                 continue
             if STAR in s or QMARK in s:
-                matches = glob(self.fs, self.cwd, s)
+                matches = glob(self.fs, self.cwd, s, self.charge)
                 if matches:
+                    self._expanded += sum(map(len, matches)) + len(matches)
                     out.extend(matches)
                     continue
                 s = s.replace(STAR, "*").replace(QMARK, "?")

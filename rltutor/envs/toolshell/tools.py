@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rltutor.envs.toolshell import regex
 from rltutor.envs.toolshell.fs import MAX_DEPTH, QMARK, STAR, Lines, ShellError, glob_re
 from rltutor.envs.toolshell.pyexpr import run_python
 
@@ -90,7 +91,11 @@ def _read_files(sh: Shell, name: str, args: list[str], stdin: Lines | None):
     for a in args:
         p = sh.path(a)
         if p in sh.fs.files:
-            yield a, sh.fs.lines[p]
+            lines = sh.fs.lines[p]
+            sh.left -= 8 * len(lines)  # paid as read: many arguments cannot build a huge output first
+            if sh.left < 0:
+                sh.charge(0)
+            yield a, lines
         elif sh.fs.is_dir(p):
             yield a, f"{name}: {a}: Is a directory"
         else:
@@ -135,7 +140,52 @@ def _head_tail(sh, args, stdin, name):
 tool("head")(_wrap(lambda sh, args, stdin: _head_tail(sh, args, stdin, "head")))
 tool("tail")(_wrap(lambda sh, args, stdin: _head_tail(sh, args, stdin, "tail")))
 
-_RE_CACHE: dict[tuple[str, bool, bool], re.Pattern] = {}
+
+class _Pattern:
+    """A grep pattern, compiled once: ``rx`` (Python's re) and the facts that pick its matcher (see :mod:`.regex`)."""
+
+    def __init__(self, pattern: str, src: str, flags: int):
+        try:
+            # re.M: ^ and $ then match at line ends in the whole-file pre-check too (the per-line search is unchanged)
+            self.rx = re.compile(src, flags)
+            tree, self.flags = regex.parse(src, flags)
+        except re.error as e:
+            raise ShellError(
+                f"grep: invalid regular expression '{pattern}' ({e.msg}); use -F for a fixed string"
+            ) from None
+        except RecursionError:
+            raise ShellError(f"grep: regular expression nested too deeply: '{pattern}'") from None
+        self.pattern, self.tree, self.size = pattern, tree, len(src)
+        self.simple, self.needs = regex.kind(tree)
+        # the whole-file pre-check is exact unless \A, \Z or a lookaround can see across a line end
+        self.precheck = not any(t in src for t in ("\\A", "\\Z", "(?=", "(?!", "(?<"))
+        self._matcher: regex.Matcher | None = None
+
+    def matcher(self) -> regex.Matcher:
+        """The linear-time matcher (kept when its NFA is small); a ShellError naming what it cannot decide."""
+        m = self._matcher
+        if m is None:
+            why = self.needs
+            if why is None:
+                try:
+                    m = regex.Matcher(self.tree, self.flags)
+                except regex.Unsupported as e:
+                    why = str(e)
+            if m is None:
+                raise ShellError(
+                    f"grep: {why} are supported only in patterns without repetition or alternation (or over short "
+                    f"input); simplify '{self.pattern}' or use -F"
+                    if not why.startswith("pattern too large")
+                    else f"grep: {why}: '{self.pattern[:80]}'; use a shorter pattern or -F"
+                )
+            if len(m.kind) <= 256:
+                self._matcher = m
+        return m
+
+
+_RE_CACHE: dict[tuple[str, bool, bool, bool], _Pattern] = {}
+_CACHE_SIZE = 256  # compiled patterns kept (the cache is emptied when full)
+_CACHED_CHARS = 200  # longer patterns are compiled for each call (a kept one may hold an automaton)
 
 
 @tool("grep")
@@ -148,19 +198,20 @@ def _grep(sh, args, stdin):
         pattern, rest = rest[0], rest[1:]
     else:
         raise ShellError("grep: missing pattern; usage: grep [-rnli] PATTERN [FILE...]")
+    if len(pattern) > sh.max_line_chars:  # re's parser is Python: its time grows with the pattern
+        raise ShellError(f"grep: pattern too long ({len(pattern)} chars, limit {sh.max_line_chars}); use a shorter one")
     key = (pattern, "F" in flags, "i" in flags, "w" in flags)
-    rx = _RE_CACHE.get(key)
-    if rx is None:
+    pat = _RE_CACHE.get(key)
+    if pat is None:
         src = re.escape(pattern) if "F" in flags else pattern
         if "w" in flags:
             src = r"\b(?:" + src + r")\b"
-        try:
-            # re.M: ^ and $ then match at line ends in the whole-file pre-check too (the per-line search is unchanged)
-            rx = _RE_CACHE[key] = re.compile(src, re.M | (re.I if "i" in flags else 0))
-        except re.error as e:
-            raise ShellError(
-                f"grep: invalid regular expression '{pattern}' ({e.msg}); use -F for a fixed string"
-            ) from None
+        sh.charge(50 * len(src))
+        pat = _Pattern(pattern, src, re.M | (re.I if "i" in flags else 0))
+        if len(src) <= _CACHED_CHARS:
+            if len(_RE_CACHE) >= _CACHE_SIZE:
+                _RE_CACHE.clear()
+            _RE_CACHE[key] = pat
     recursive = bool(flags & {"r", "R"})
     implicit = recursive and not rest  # grep -r PATTERN searches '.' and prints paths without './'
     if implicit:
@@ -179,6 +230,7 @@ def _grep(sh, args, stdin):
                 continue
             base = a.rstrip("/") or "/"
             for d, _, files in sh.fs.walk(p):
+                sh.charge(40 + 40 * len(files))  # each file becomes a source: -r over many roots is paid for
                 rel = d[len(p) :].strip("/")
                 for f in files:
                     disp = "/".join(x for x in (base if base != "/" else "", rel, f) if x)
@@ -191,18 +243,44 @@ def _grep(sh, args, stdin):
     invert, number, names = "v" in flags, "n" in flags, "l" in flags
     out = []
     whole = sh.fs.files
+    # an upper bound on the characters searched (stdin exactly, each file as the largest one)
+    chars = len(sources) * sh.fs.max_file_chars
+    if not rest:
+        chars += sum(len(t) for t, _ in stdin or [])
+    m = None
+    if pat.simple and pat.size * chars <= regex.RE_STEPS:  # cannot backtrack: Python's re, in C
+        sh.charge(chars + pat.size * chars // 16)
+        search, precheck = pat.rx.search, pat.precheck
+    else:  # the linear-time automaton, metered step by step
+        m = pat.matcher()
+        search, precheck = m.search, False
+        m.left = sh.left
+    try:
+        out = _grep_lines(sources, search, precheck and not invert, whole, prefix, invert, number, names)
+    except regex.TooComplex:
+        raise ShellError(f"grep: pattern too complex for this input; simplify '{pattern}' or use -F") from None
+    finally:
+        if m is not None:
+            sh.left = min(sh.left, m.left)
+            if m.size > 64:
+                m.flush()  # keep only small automata between calls
+    return out, errs, 2 if errs else 0 if out else 1
+
+
+def _grep_lines(sources, search, precheck, whole, prefix, invert, number, names) -> Lines:
+    out = []
     for disp, lines, path in sources:
-        if path is not None and not invert and rx.search(whole[path]) is None:
+        if path is not None and precheck and search(whole[path]) is None:
             continue  # no line can match: skip the file without a per-line loop
         for k, (text, taint) in enumerate(lines):
-            if (rx.search(text) is None) != invert:
+            if (search(text) is None) != invert:
                 continue
             if names:
                 out.append((disp, False))  # a file name is not content (see "read" in the docs)
                 break
             head = (disp + ":" if prefix else "") + (f"{k + 1}:" if number else "")
             out.append((head + text, taint))
-    return out, errs, 2 if errs else 0 if out else 1
+    return out
 
 
 @tool("ls")
@@ -218,6 +296,7 @@ def _ls(sh, args, stdin):
         elif sh.fs.is_dir(p):
             if len(paths) > 1:
                 out.append((f"{a}:", False))
+            sh.charge(8 * len(sh.fs.children[p]))
             out.extend((n, False) for n in sh.fs.children[p])
         else:
             errs.append(f"ls: cannot access '{a}': No such file or directory")
@@ -245,8 +324,7 @@ def _find(sh, args, stdin):
             raise ShellError(f"find: unknown predicate '{a}'; supported: -name PATTERN, -iname PATTERN, -type f|d")
     rx = None
     if name is not None:
-        pat = name[0].replace("*", STAR).replace("?", QMARK)
-        rx = re.compile(glob_re(pat).pattern, re.I | re.S) if name[1] else glob_re(pat)
+        rx = glob_re(name[0].replace("*", STAR).replace("?", QMARK), ignorecase=name[1])
     out, errs = [], []
     for a in roots or ["."]:
         p = sh.path(a)
@@ -259,6 +337,7 @@ def _find(sh, args, stdin):
         else:
             entries = [(a, p.rsplit("/", 1)[-1] or "/", "d")]
             for d, dirs, files in sh.fs.walk(p):
+                sh.charge(16 + 16 * (len(dirs) + len(files)))
                 rel = d[len(p) :].strip("/")
                 stem = "/".join(x for x in (base if base != "/" else "", rel) if x)
                 stem = "/" + stem if base == "/" else stem
@@ -328,6 +407,7 @@ def _pytest(sh, args, stdin):
         files = [(a, p)] if p in sh.fs.files else []
         if not files:
             for d, _, names in sh.fs.walk(p):
+                sh.charge(16 + 16 * len(names))
                 rel = d[len(p) :].strip("/")
                 files += [("/".join(x for x in (base, rel, n) if x), d.rstrip("/") + "/" + n) for n in names]
         for disp, fp in files:
@@ -348,6 +428,8 @@ def _sh(sh, args, stdin):
         raise ShellError("sh: only sh -c 'COMMANDS' is supported")
     if sh.depth >= MAX_DEPTH:
         raise ShellError(f"sh: nesting deeper than {MAX_DEPTH} levels is not supported")
+    if len(args[1]) > sh.max_line_chars:
+        raise ShellError(f"sh: command too long ({len(args[1])} chars, limit {sh.max_line_chars}); send a shorter one")
     cwd, saved = sh.cwd, dict(sh.vars)
     sh.depth += 1
     try:
@@ -363,4 +445,6 @@ def _sh(sh, args, stdin):
 def _python(sh, args, stdin):
     if len(args) < 2 or args[0] != "-c":
         raise ShellError("python: only python -c 'CODE' is supported")
+    if len(args[1]) > sh.max_line_chars:
+        raise ShellError(f"python: code too long ({len(args[1])} chars, limit {sh.max_line_chars}); send shorter code")
     return run_python(sh, args[1])
