@@ -6,6 +6,7 @@ the variance.
 """
 
 import math
+import statistics
 
 import matplotlib
 
@@ -99,13 +100,55 @@ def test_dead_group_fraction_prediction_matches_measurement():
     assert noisy.table.zero_std_frac[0] == 0.0
 
 
+def bandit_offset(seed: int) -> dict[str, float]:
+    """150 steps on the bandit with reward offset 2, 8 runs from sampling seed ``seed``: mean final pass rates.
+
+    Shared with benchmarks/learning_margins.py, which runs it for seeds 0-5 under every CPU kernel setting.
+    """
+    df = bl.train_curves(
+        bl.BanditConfig(reward_offset=2.0), estimators=("reinforce", "rloo"), steps=150, n_seeds=8, sample_seed=seed
+    )
+    final = df[df.step == 150].groupby("estimator").pass_rate.mean()
+    start = float(df[df.step == 0].pass_rate.iloc[0])
+    return {
+        "start": start,
+        "rloo": float(final["rloo"]),
+        "reinforce": float(final["reinforce"]),
+        "rloo_gain": float(final["rloo"]) - start,
+        "rloo_minus_reinforce": float(final["rloo"] - final["reinforce"]),
+    }
+
+
 @pytest.mark.learning
 def test_training_improves_and_offset_hurts_plain_reinforce():
-    df = bl.train_curves(bl.BanditConfig(reward_offset=2.0), estimators=("reinforce", "rloo"), steps=150, n_seeds=8)
-    final = df[df.step == 150].groupby("estimator").pass_rate.mean()
-    start = df[df.step == 0].pass_rate.iloc[0]
-    assert final["rloo"] > start + 0.03
-    assert final["rloo"] > final["reinforce"]
+    """With a reward offset of 2, RLOO lifts the pass rate by > 0.03 in 150 steps and ends above plain
+    REINFORCE: the median over sampling seeds 0-2, each the mean of 8 runs.
+
+    The pass rate is exact (no evaluation noise); it starts at about 0.28. RLOO's gain, sampling seeds
+    0-5, every kernel setting this AMD EPYC (AVX2) can run
+    (`python benchmarks/learning_margins.py --tests bandit_offset`):
+
+    | setting | seed 0 | seed 1 | seed 2 | seed 3 | seed 4 | seed 5 | worst |
+    |-|-|-|-|-|-|-|-|
+    | native/mkl=unset | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | native/mkl=AVX2 | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | native/mkl=SSE4_2 | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | avx2/mkl=unset | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | avx2/mkl=AVX2 | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | avx2/mkl=SSE4_2 | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | default/mkl=unset | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | default/mkl=AVX2 | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+    | default/mkl=SSE4_2 | 0.0641 | 0.0813 | 0.0762 | 0.0722 | 0.0702 | 0.0758 | 0.0641 |
+
+    over all 54 runs: start 0.283 to 0.283;
+    rloo 0.347 to 0.364;
+    reinforce 0.29 to 0.312;
+    rloo_minus_reinforce 0.0435 to 0.0687
+    median wall time of one run: 0.4 s
+    """
+    runs = [bandit_offset(seed) for seed in range(3)]
+    assert statistics.median(r["rloo_gain"] for r in runs) > 0.03, runs
+    assert statistics.median(r["rloo_minus_reinforce"] for r in runs) > 0, runs
 
 
 def test_surrogate_loss_is_zero_then_negative_while_gradient_is_not():

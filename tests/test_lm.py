@@ -1,6 +1,7 @@
 """The language model as an RL policy: sampling, log-probs, the warm start, the collector, every preset."""
 
 import math
+import statistics
 
 import pytest
 import torch
@@ -115,25 +116,48 @@ def test_mask_covers_tokens_up_to_and_including_eos():
         assert all(t == PAD for t in ids[n:])
 
 
-@pytest.mark.learning
-def test_sft_warm_start_reaches_accuracy():
-    """SFT teaches one-digit addition: on a majority of three seeds, greedy accuracy goes from ~0 to >= 0.5.
+def sft_addition(seed: int) -> dict[str, float]:
+    """400 SFT steps on one-digit addition: greedy accuracy before and after, and the loss's drop (first / last).
 
-    The margin holds on every CPU kernel path. PyTorch picks kernels by processor (AVX-512, AVX2, the
-    default), float rounding differs, and one seed's run takes another path: with 250 steps seed 0 reached
-    0.38 on an AVX-512 machine and 0.96 under ATEN_CPU_CAPABILITY=default on an AVX2 one. With 400 steps
-    all of seeds 0-4 reached 1.00 under default and avx2.
+    Shared with benchmarks/learning_margins.py, which runs it for seeds 0-5 under every CPU kernel setting.
     """
     task = AdditionTask(max_operand=9)
-    reached = []
-    for seed in range(3):
-        m = make_model(len(VOCAB), task.prompt_len + task.max_new_tokens, n_embd=32, seed=seed, device="cpu")
-        before = greedy_accuracy(m, task)
-        losses = sft(m, task, steps=400, lr=3e-3, generator=torch.Generator().manual_seed(seed))
-        after = greedy_accuracy(m, task)
-        assert losses[-1] < losses[0] / 3 and before < 0.05, (seed, losses[0], losses[-1], before)
-        reached.append(after)
-    assert sum(a >= 0.5 for a in reached) >= 2, reached
+    m = make_model(len(VOCAB), task.prompt_len + task.max_new_tokens, n_embd=32, seed=seed, device="cpu")
+    before = greedy_accuracy(m, task)
+    losses = sft(m, task, steps=400, lr=3e-3, generator=torch.Generator().manual_seed(seed))
+    return {"before": float(before), "after": float(greedy_accuracy(m, task)), "loss_drop": losses[0] / losses[-1]}
+
+
+@pytest.mark.learning
+def test_sft_warm_start_reaches_accuracy():
+    """SFT teaches one-digit addition: on a majority of seeds 0-2, greedy accuracy goes from ~0 to >= 0.5.
+
+    Every seed also lowers its loss at least 3-fold from an accuracy under 0.05. The margin holds on every
+    CPU kernel path measured: PyTorch picks kernels by processor (AVX-512, AVX2, the default) and float
+    rounding differs (with 250 steps seed 0 reached 0.38 on an AVX-512 machine and 0.96 under default on
+    an AVX2 one). Accuracy after 400 steps, seeds 0-5, every kernel setting this AMD EPYC (AVX2) can run
+    (`python benchmarks/learning_margins.py --tests sft_addition`):
+
+    | setting | seed 0 | seed 1 | seed 2 | seed 3 | seed 4 | seed 5 | worst |
+    |-|-|-|-|-|-|-|-|
+    | native/mkl=unset | 1 | 1 | 1 | 1 | 0.996 | 0.98 | 0.98 |
+    | native/mkl=AVX2 | 1 | 1 | 1 | 1 | 0.996 | 0.98 | 0.98 |
+    | native/mkl=SSE4_2 | 1 | 1 | 1 | 1 | 0.996 | 0.98 | 0.98 |
+    | avx2/mkl=unset | 1 | 1 | 1 | 1 | 0.996 | 0.98 | 0.98 |
+    | avx2/mkl=AVX2 | 1 | 1 | 1 | 1 | 0.996 | 0.98 | 0.98 |
+    | avx2/mkl=SSE4_2 | 1 | 1 | 1 | 1 | 0.996 | 0.98 | 0.98 |
+    | default/mkl=unset | 1 | 1 | 1 | 1 | 1 | 1 | 1 |
+    | default/mkl=AVX2 | 1 | 1 | 1 | 1 | 1 | 1 | 1 |
+    | default/mkl=SSE4_2 | 1 | 1 | 1 | 1 | 1 | 1 | 1 |
+
+    over all 54 runs: before 0 to 0;
+    loss_drop 47 to 305
+    median wall time of one run: 10.3 s
+    """
+    runs = [sft_addition(seed) for seed in range(3)]
+    for r in runs:
+        assert r["loss_drop"] > 3 and r["before"] < 0.05, runs
+    assert sum(r["after"] >= 0.5 for r in runs) >= 2, runs
 
 
 def test_collector_batch_follows_the_contract():
@@ -277,16 +301,49 @@ def test_kl_to_the_reference(kl_in_reward):
     assert run_lm(cfg, steps=2)["grad_norm"].notna().all()
 
 
+def grpo_sequence(seed: int) -> dict[str, float]:
+    """60 GRPO steps on the sequence task after a 60-step SFT warm start: mean reward of the first and last 10.
+
+    Shared with benchmarks/learning_margins.py, which runs it for seeds 0-5 under every CPU kernel setting.
+    """
+    cfg = lm_config(
+        "grpo", "sequence", "quick", seed=seed, task_options=dict(L=6), n_embd=32, sft_steps=60, lr=1e-3, num_groups=8
+    )
+    df = run_lm(cfg, steps=60)
+    start, end = float(df.reward.head(10).mean()), float(df.reward.tail(10).mean())
+    return {"start": start, "end": end, "gain": end - start}
+
+
 @pytest.mark.slow
 @pytest.mark.learning
 def test_rl_improves_reward():
-    """GRPO lifts the sequence task's reward within a minute on a CPU (same seed, same warm start)."""
-    cfg = lm_config(
-        "grpo", "sequence", "quick", seed=0, task_options=dict(L=6), n_embd=32, sft_steps=60, lr=1e-3, num_groups=8
-    )
-    df = run_lm(cfg, steps=60)
-    start, end = df.reward.head(10).mean(), df.reward.tail(10).mean()
-    assert end > start + 0.03, (start, end)  # seeds 0, 1, 2 gave gains of 0.05-0.06 when this was written
+    """GRPO lifts the sequence task's reward: over seeds 0-2 the median gain (last 10 steps' mean reward
+    minus the first 10's) is > 0.02.
+
+    The gain is small by design (60 steps after a 60-step warm start, seconds on a CPU; the reward starts
+    at 0.15-0.25), and it depends on the kernel path: under ATEN_CPU_CAPABILITY=default seed 2 gains only
+    0.032, and at AVX2 seed 5 loses 0.008. Hence the median of three and a bar of 0.02 (the test asked
+    0.03 of one seed before). The gain, seeds 0-5, every kernel setting this AMD EPYC (AVX2) can run
+    (`python benchmarks/learning_margins.py --tests grpo_sequence`):
+
+    | setting | seed 0 | seed 1 | seed 2 | seed 3 | seed 4 | seed 5 | worst |
+    |-|-|-|-|-|-|-|-|
+    | native/mkl=unset | 0.0657 | 0.0558 | 0.0577 | 0.0714 | 0.0736 | -0.00786 | -0.00786 |
+    | native/mkl=AVX2 | 0.0657 | 0.0558 | 0.0577 | 0.0714 | 0.0736 | -0.00786 | -0.00786 |
+    | native/mkl=SSE4_2 | 0.0657 | 0.0558 | 0.0577 | 0.0714 | 0.0736 | -0.00786 | -0.00786 |
+    | avx2/mkl=unset | 0.0657 | 0.0558 | 0.0577 | 0.0714 | 0.0736 | -0.00786 | -0.00786 |
+    | avx2/mkl=AVX2 | 0.0657 | 0.0558 | 0.0577 | 0.0714 | 0.0736 | -0.00786 | -0.00786 |
+    | avx2/mkl=SSE4_2 | 0.0657 | 0.0558 | 0.0577 | 0.0714 | 0.0736 | -0.00786 | -0.00786 |
+    | default/mkl=unset | 0.0718 | 0.0482 | 0.0321 | 0.0857 | 0.0434 | 0.0354 | 0.0321 |
+    | default/mkl=AVX2 | 0.0718 | 0.0482 | 0.0321 | 0.0857 | 0.0434 | 0.0354 | 0.0321 |
+    | default/mkl=SSE4_2 | 0.0718 | 0.0482 | 0.0321 | 0.0857 | 0.0434 | 0.0354 | 0.0321 |
+
+    over all 54 runs: start 0.152 to 0.252;
+    end 0.224 to 0.288
+    median wall time of one run: 7.7 s
+    """
+    runs = [grpo_sequence(seed) for seed in range(3)]
+    assert statistics.median(r["gain"] for r in runs) > 0.02, runs
 
 
 def test_length_normalization_weights():

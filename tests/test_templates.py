@@ -1,5 +1,7 @@
 """The template agent (chapter 7): log-probs, candidates from observations only, the warm start, the guard."""
 
+import statistics
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -96,14 +98,47 @@ def test_candidates_come_from_observations_only():
     col.collect(_policy(), torch.Generator().manual_seed(1))
 
 
-def test_behaviour_cloning_reaches_the_solver_actions():
-    demos = template_demos(lambda: ToolShell(**KNOBS), scripted_solver, 24, seed=0)
-    pol = _policy(seed=1)
-    losses = behaviour_clone(pol, demos, steps=150, lr=3e-3, smoothing=0.0, generator=torch.Generator().manual_seed(0))
-    assert losses[-1] < losses[0]
+def bc_accuracy(seed: int) -> dict[str, float]:
+    """Behaviour cloning of the scripted solver (24 demos from ``seed``, 150 steps): accuracy on the demos' actions.
+
+    Shared with benchmarks/learning_margins.py, which runs it for seeds 0-5 under every CPU kernel setting.
+    """
+    demos = template_demos(lambda: ToolShell(**KNOBS), scripted_solver, 24, seed=seed)
+    pol = _policy(seed=seed + 1)
+    g = torch.Generator().manual_seed(seed)
+    losses = behaviour_clone(pol, demos, steps=150, lr=3e-3, smoothing=0.0, generator=g)
     with torch.no_grad():
         pred = pol.logits(demos["cand"], demos["cand_mask"], demos["state"]).argmax(-1)
-    assert (pred == demos["target"]).float().mean() >= 0.95
+    return {"accuracy": float((pred == demos["target"]).float().mean()), "loss_drop": losses[0] / losses[-1]}
+
+
+@pytest.mark.learning
+def test_behaviour_cloning_reaches_the_solver_actions():
+    """Behaviour cloning of the scripted solver: over seeds 0-2 the median accuracy on the demos' actions
+    is >= 0.95, and every seed lowers its loss at least 10-fold.
+
+    The demonstrations, the policy's initialisation and the minibatches all follow the seed. The
+    accuracy, seeds 0-5, every kernel setting this AMD EPYC (AVX2) can run
+    (`python benchmarks/learning_margins.py --tests bc_accuracy`):
+
+    | setting | seed 0 | seed 1 | seed 2 | seed 3 | seed 4 | seed 5 | worst |
+    |-|-|-|-|-|-|-|-|
+    | native/mkl=unset | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | native/mkl=AVX2 | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | native/mkl=SSE4_2 | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | avx2/mkl=unset | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | avx2/mkl=AVX2 | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | avx2/mkl=SSE4_2 | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | default/mkl=unset | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | default/mkl=AVX2 | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+    | default/mkl=SSE4_2 | 1 | 1 | 1 | 0.992 | 0.992 | 1 | 0.992 |
+
+    over all 54 runs: loss_drop 137 to 208
+    median wall time of one run: 1.1 s
+    """
+    runs = [bc_accuracy(seed) for seed in range(3)]
+    assert all(r["loss_drop"] > 10 for r in runs), runs
+    assert statistics.median(r["accuracy"] for r in runs) >= 0.95, runs
 
 
 @pytest.mark.parametrize("guard", ["none", "abort", "penalize", "decoy"])
