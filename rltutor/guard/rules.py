@@ -83,6 +83,7 @@ OPT_ARGS = {
 _a2b_base64 = binascii.a2b_base64
 _NO_OPT_ARGS: frozenset = frozenset()
 _B64_RE = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
+_NOT_B64_RE = re.compile(r"[^A-Za-z0-9+/=]+")
 _HEX_RE = re.compile(r"\b(?:[0-9a-fA-F]{2}){6,}\b")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://([^/:?#]*)")
 _ESC_RE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|u[0-9a-fA-F]{4}|[abefnrtv\\'\"])")
@@ -1704,7 +1705,11 @@ class _Folder(ast.NodeVisitor):
                 if attr in ("fromhex", "unhexlify", "a2b_hex") and args and args[0] is not None:
                     return bytes.fromhex(args[0]).decode("latin-1")
                 if attr in ("b64decode", "decodebytes", "standard_b64decode", "urlsafe_b64decode") and args:
-                    return None if args[0] is None else _b64(args[0].replace("-", "+").replace("_", "/"))
+                    if args[0] is None:
+                        return None
+                    v = args[0].replace("-", "+").replace("_", "/") if attr == "urlsafe_b64decode" else args[0]
+                    # Python's decoders (and ToolShell's, which calls them) drop what is not base64 first
+                    return _b64(_NOT_B64_RE.sub("", v))
                 if attr in ("decode", "encode", "strip", "lower", "upper", "read_text", "read"):
                     v = self._fold(recv)
                     if attr == "decode" and args and args[0] and "rot" in args[0] and v is not None:
