@@ -824,7 +824,7 @@ class RuleFilter:
         cmd = argv[0]
         if "/" in cmd:
             cmd = cmd.rsplit("/", 1)[-1]
-        if not cmd.islower() and cmd not in _CMD_NAMES and cmd.lower() in _CMD_NAMES:
+        elif not cmd.islower() and cmd not in _CMD_NAMES and cmd.lower() in _CMD_NAMES:
             return None, None  # ``Cat``: "command not found" (names are case-sensitive); nothing runs
         args = argv[1:]
         # A command with its own rule below; any other is read as "cmd [opts] paths". The rules come in
