@@ -6,7 +6,9 @@ True
 
 ``Guard.inspect(command) -> Verdict(blocked, stage, reason)``: the rule filter
 (:mod:`rltutor.guard.rules`) decides what it can; a call it passes but finds suspicious
-(``suspicion >= judge_threshold``) goes to a judge (:mod:`rltutor.guard.judge`). A judge that raises
+(``suspicion >= judge_threshold``) goes to a judge (:mod:`rltutor.guard.judge`), unless the rules'
+reading of it as ToolShell executes it settles it (:meth:`RuleFilter.settled`: every command is one
+ToolShell runs exactly, or one no shell finds, such as ``Cat``, and none reads hidden material). A judge that raises
 or runs past ``judge_timeout`` seconds blocks the call (fail closed) and the failure is logged.
 :class:`~rltutor.guard.wrapper.GuardedEnv` applies a verdict to an environment with a policy;
 :mod:`rltutor.guard.decoys` writes the replies of the "decoy" policy.
@@ -61,7 +63,8 @@ class Verdict:
 class Guard:
     """Rules, then a judge for suspicious calls. ``judge(command, views) -> JudgeVerdict``.
 
-    ``judge_threshold``: calls the rules pass with at least this suspicion go to the judge.
+    ``judge_threshold``: calls the rules pass with at least this suspicion go to the judge (unless the
+    rules settle them: ``RuleFilter.settled``).
     ``judge_timeout``: seconds before a judge counts as failed (None: wait). ``cache_size``: verdicts
     kept per command text (0: none); a judge's failure is never cached.
     """
@@ -110,6 +113,9 @@ class Guard:
             return Verdict(True, "rule", "; ".join(r.reasons), r.suspicion)
         if self.judge is None or r.suspicion < self.judge_threshold:
             return Verdict(False, None, "", r.suspicion)
+        settled = getattr(self.rules, "settled", None)  # (an older RuleFilter, in benchmarks, lacks it)
+        if settled is not None and settled(command, r):
+            return Verdict(False, None, "settled by the rules: read as ToolShell runs it", r.suspicion)
         try:
             j = self._ask(command, r.views)
         except Exception as e:  # noqa: BLE001 -- any judge failure blocks the call (fail closed)

@@ -20,6 +20,14 @@ quotes. It first *interprets* the command the way the shell would, cheaply:
    rules to what each of its tools will open; ``tests/test_guard_fuzz.py`` tests both readings against
    the environment itself (:mod:`rltutor.guard.fuzz`).
 
+6. a call the rules pass but find suspicious is *settled* (:meth:`RuleFilter.settled`: no judge need look)
+   when that second reading covers all of it: ToolShell parses it, every command is one of its tools or
+   a known command in the wrong case (``Cat``: not found in any shell, it runs nothing), ``python -c``
+   code folds completely and touches no file in ToolShell's own evaluator, and nothing reads
+   tests/hidden or asks the grader. Names are case-sensitive there, as in any Linux shell: ``Cat``,
+   ``teSts/hidden`` and ``tests/hidden/test_ansWer.py`` (the hidden files are named in lower case) open
+   nothing; a grader host stays case-insensitive (ToolShell's network lower-cases it).
+
 The work of one check is bounded by a step budget (``RuleFilter.max_steps``) and size caps, not a
 timer: a call past them (``{a,b}`` twenty times, ``A=$A$A`` doubling) is blocked as "too complex to
 analyse".
@@ -75,6 +83,7 @@ OPT_ARGS = {
 _a2b_base64 = binascii.a2b_base64
 _NO_OPT_ARGS: frozenset = frozenset()
 _B64_RE = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
+_NOT_B64_RE = re.compile(r"[^A-Za-z0-9+/=]+")
 _HEX_RE = re.compile(r"\b(?:[0-9a-fA-F]{2}){6,}\b")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://([^/:?#]*)")
 _ESC_RE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|u[0-9a-fA-F]{4}|[abefnrtv\\'\"])")
@@ -157,6 +166,8 @@ class RuleResult:
     """Cheap score: how much the command looks like something the rules may have missed."""
     views: list[str] = field(default_factory=list)
     """The command as the filter resolved it (expanded words, decoded strings), for the judge."""
+    unknown: int = 0
+    """How many values (substitutions, code, piped text) the filter could not compute."""
 
     @property
     def blocked(self) -> bool:
@@ -223,8 +234,18 @@ def _into_hidden(comps: tuple[str, ...]) -> bool:
         if c == "tests" or (("*" in c or "?" in c or "[" in c) and _match(c, "tests")):
             d = comps[i + 1]
             if d == "hidden" or (("*" in d or "?" in d or "[" in d) and _match(d, "hidden")):
+                if i + 2 < len(comps) and _no_hidden_name(comps[i + 2]):
+                    continue
                 return True
     return False
+
+
+def _no_hidden_name(comp: str) -> bool:
+    """Can ``comp``, a component just below tests/hidden, name none of the files there? The hidden files of
+    ToolShell are named in lower case (``test_answer.py``, ``conftest.py``; a test keeps it so) and names
+    are case-sensitive, as in any Linux shell: a component with an upper-case letter outside a bracket
+    expression (``test_ansWer.py``, ``*.Py``; not ``[Tt]est*``) matches none of them."""
+    return comp.lower() != comp and "[" not in comp
 
 
 def _names_hidden(path: str, cwd: tuple[str, ...]) -> bool:
@@ -517,6 +538,17 @@ _OWN_RULES = (
     | MENTION_CMDS
     | NETWORK_CMDS
 )
+# Every command name the rules know. A command word that is one of these in another case (``Cat``,
+# ``bAsh``, ``hEad``) is not found by any shell on a case-sensitive file system, ToolShell's included:
+# it runs nothing, so its words are not read (see RuleFilter._simple).
+_CMD_NAMES = (
+    _OWN_RULES
+    | TREE_COPIERS
+    | LISTERS
+    | _FAST_CMDS
+    | KEYWORDS
+    | frozenset("pwd sort uniq cut tac rev od xxd strings diff cmp less more nl wc stat file".split())
+)
 # The chain's second run (network, test runner, searches, find, sed/awk) and its first run (the rest).
 _LATE_RULES = NETWORK_CMDS | frozenset("pytest py.test grep egrep fgrep rg ag ack git find sed awk".split())
 _EARLY_RULES = _OWN_RULES - _LATE_RULES
@@ -586,7 +618,29 @@ class RuleFilter:
                     st.reasons.append(f"base64 literal decodes to {dec[:60]!r}")
         text = command + " " + " ".join(st.views)
         sus = suspicion(text.lower()) + 1.0 * (st.unknown > 0)
-        return RuleResult(st.reasons, sus, st.views)
+        return RuleResult(st.reasons, sus, st.views, st.unknown)
+
+    def settled(self, command: str, result: RuleResult | None = None) -> bool:
+        """Does the environment's reading of ``command`` settle it, so that no judge need look at a call
+        the rules passed? True when ToolShell parses it and every command in it is one of ToolShell's
+        tools other than ``python`` (whose reads the second reading follows exactly), or a known command
+        in the wrong case (``Cat``: not found, it runs nothing), and the second reading finds no read of
+        tests/hidden or request to the grader. A call ToolShell cannot parse, a command it lacks (``rg``:
+        a real shell has it), python code and non-ASCII text are not settled. Only asked
+        about calls the rules passed (:meth:`Guard.inspect` asks before sending one to the judge), with
+        their ``result``: a call in which the first reading met a value it could not compute (``| sh`` of
+        unknown text) is not settled either."""
+        if result is None:
+            result = self.check(command)
+        if result.blocked or result.unknown or not command.isascii():  # (unicode blanks: see _toolshell_check)
+            return False
+        st = _State()
+        run = _TSRun(st, self, settle=True)
+        try:
+            run.line(command, 0)
+        except (_TooComplex, RecursionError):
+            return False
+        return not run.open and not st.reasons
 
     def _fast(self, command: str) -> RuleResult | None:
         """The common case in one pass: one plain command (no quotes, $, globs, pipes, ..) of a
@@ -757,9 +811,11 @@ class RuleFilter:
                 st.vars[k] = v
                 i += 1
             argv = self._expand_all(words[i:] if i else words, st)
-        while argv and "=" in argv[0] and _ASSIGN_RE.match(argv[0]):  # X=... assignments
-            k, v = argv.pop(0).split("=", 1)
-            st.vars[k] = v
+            words = None  # the assignments were the literal X=... words before the expansion, as in a shell
+        if words is not None:  # words given as text (a plain line, xargs, while): X=... words assign
+            while argv and "=" in argv[0] and _ASSIGN_RE.match(argv[0]):
+                k, v = argv.pop(0).split("=", 1)
+                st.vars[k] = v
         while argv and argv[0] in KEYWORDS:
             argv.pop(0)
         if not argv:
@@ -768,6 +824,8 @@ class RuleFilter:
         cmd = argv[0]
         if "/" in cmd:
             cmd = cmd.rsplit("/", 1)[-1]
+        elif not cmd.islower() and cmd not in _CMD_NAMES and cmd.lower() in _CMD_NAMES:
+            return None, None  # ``Cat``: "command not found" (names are case-sensitive); nothing runs
         args = argv[1:]
         # A command with its own rule below; any other is read as "cmd [opts] paths". The rules come in
         # two runs over disjoint sets of names, so a command skips the tests of the run it is not in.
@@ -1103,7 +1161,7 @@ def _toolshell():
     if _TS is None:
         from types import SimpleNamespace
 
-        from rltutor.envs.toolshell import fs, shell, tasks, tools
+        from rltutor.envs.toolshell import fs, pyexpr, shell, tasks, tools
 
         _TS = SimpleNamespace(
             lex=shell.lex,
@@ -1115,6 +1173,12 @@ def _toolshell():
             normpath=fs.normpath,
             max_depth=fs.MAX_DEPTH,
             flags=tools._flags,
+            tools=frozenset(tools.TOOLS) | {"submit"},
+            run_python=pyexpr.run_python,
+            hidden_files=frozenset(p for p in tasks.generate_task(0).files if fs.is_hidden(p)),
+            # the names a task's root and tests/ may hold (tasks.generate_task; a test keeps it so)
+            root_names=frozenset(("README.md", "docs", "tests", *tasks.DIRS)),
+            tests_names=frozenset(("hidden", "public")),
             grader_hosts=tasks.GRADER_HOSTS,
         )
     return _TS
@@ -1122,6 +1186,79 @@ def _toolshell():
 
 def _no_network(sh, url):
     return [], [], 0
+
+
+class _Touched(Exception):
+    """Raised by :class:`_HiddenOnlyFS` when code asks about the file system beyond tests/hidden."""
+
+
+class _HiddenOnlyFS:
+    """What ToolShell's file system is in every task: /tests/hidden holds the same two files for every seed,
+    /tests holds hidden and public, the root only names from a fixed list (``tasks.generate_task``; a test
+    keeps it so). Asking about a path that may exist in some task (``/src/alpha.py``), or opening a hidden
+    file, raises :class:`_Touched`: the answer depends on the task. A path no task has is answered: absent."""
+
+    def __init__(self, ts):
+        self.ts = ts
+        self.files = self  # pyexpr asks ``p in fs.files``
+
+    def _absent(self, p: str) -> bool:
+        """True when no task has ``p``; raises _Touched when some task may have it (or it is hidden)."""
+        ts = self.ts
+        comps = [c for c in p.split("/") if c]  # (pyexpr passes normalised absolute paths)
+        if not comps:
+            raise _Touched(p)  # the root: a directory in every task
+        if comps[0] not in ts.root_names:
+            return True
+        if comps[0] == "tests":
+            if len(comps) == 1:
+                raise _Touched(p)
+            if comps[1] not in ts.tests_names:
+                return True
+            if comps[1] == "hidden" and len(comps) > 2 and p not in ts.hidden_files:
+                return True  # a name in tests/hidden that no task has (``test_ansWer.py``)
+        raise _Touched(p)  # a file of the task (or tests/hidden itself, or a hidden file)
+
+    def is_dir(self, p: str) -> bool:
+        return not self._absent(p)  # (never True: a path that may exist raised)
+
+    def __contains__(self, p: str) -> bool:
+        return not self._absent(p)
+
+    def _touch(self, *a, **k):
+        raise _Touched("listing")
+
+    exists = walk = __getitem__ = _touch
+
+    @property
+    def children(self):
+        raise _Touched("listing")
+
+    @property
+    def lines(self):
+        raise _Touched("read")
+
+
+def _py_touches_nothing(code: str, cwd: str) -> bool:
+    """Does ToolShell's own python (:func:`rltutor.envs.toolshell.pyexpr.run_python`), run on ``code`` from
+    ``cwd``, finish or fail without opening a file of the task or a hidden one, or listing a directory? Then
+    it reads nothing hidden in any task (it has no network): ``priNt(...)``, ``__import__``, a list
+    comprehension (outside its subset) and a missing hidden name all fail before reading anything."""
+    from types import SimpleNamespace
+
+    if "*" in cwd or "?" in cwd:
+        return False  # a directory the reading knows only as a glob (``cd t*``)
+    ts = _toolshell()
+    sh = SimpleNamespace(fs=_HiddenOnlyFS(ts), cwd=cwd)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ts.run_python(sh, code)
+    except _Touched:
+        return False
+    except Exception:  # noqa: BLE001 -- the evaluator's own failure on our stand-in: not settled
+        return False
+    return True
 
 
 def _glob_match(pattern: str, name: str) -> bool:
@@ -1151,8 +1288,15 @@ def _ts_comps(path: str) -> list[str]:
 
 
 def _ts_hidden(comps: list[str]) -> bool:
-    """Does this absolute path (components, globs as typed) name /tests/hidden or something in it?"""
-    return len(comps) >= 2 and _glob_match(comps[0], "tests") and _glob_match(comps[1], "hidden")
+    """Does this absolute path (components, globs as typed) name /tests/hidden or something in it? A name
+    below it with an upper-case letter names nothing (ToolShell's hidden files are in lower case, and its
+    globs are case-sensitive with only ``*`` and ``?`` active)."""
+    return (
+        len(comps) >= 2
+        and _glob_match(comps[0], "tests")
+        and _glob_match(comps[1], "hidden")
+        and (len(comps) == 2 or comps[2].lower() == comps[2])
+    )
 
 
 def _ts_tree(comps: list[str]) -> bool:
@@ -1163,12 +1307,14 @@ def _ts_tree(comps: list[str]) -> bool:
 class _TSRun:
     """One ToolShell reading of a command: the variables, the possible working directories, the budget."""
 
-    def __init__(self, st: _State, rf: RuleFilter):
+    def __init__(self, st: _State, rf: RuleFilter, settle: bool = False):
         ts = _toolshell()
         self.ts, self.st, self.rf = ts, st, rf
         self.sh = ts.Shell(ts.fs, _no_network)
         self.cwds = {"/"}  # a cd that fails leaves the directory as it was: both stay possible
         self.then = ";"  # the operator after the item being read
+        self.settle = settle  # only asked whether the reading is complete (RuleFilter.settled)
+        self.open = False  # something this reading does not settle: a judge must look (see settled)
 
     def step(self):
         st = self.st
@@ -1180,6 +1326,7 @@ class _TSRun:
         try:
             seq = self.ts.lex(command)
         except Exception:  # noqa: BLE001 -- a syntax error (or a parser failure): the environment runs nothing
+            self.open = True  # ... but a shell with more syntax would: not settled here
             return
         for j, (_, pipeline) in enumerate(seq):  # whether an item fails is not known: both ways are followed
             # ... except that a cd that fails runs nothing after "&&": then only its success goes on
@@ -1223,6 +1370,19 @@ class _TSRun:
         if n > MAX_WORD_CHARS:
             raise _TooComplex(f"a word expands past {MAX_WORD_CHARS:,} characters")
 
+    def py_settled(self, code: str) -> bool:
+        """Is ``python -c code`` settled from every possible working directory: the first reading's python
+        analysis (real Python's semantics) resolves every string it uses and finds nothing, and ToolShell's
+        own python touches no file of the task, opens no hidden file and lists nothing?"""
+        for c in self.cwds:
+            st = _State()
+            st.cwd, st.steps = tuple(_ts_comps(c)), self.st.steps
+            self.rf._python_code(code, st)
+            self.st.steps = st.steps
+            if st.reasons or st.unknown or not _py_touches_nothing(code, c):
+                return False
+        return True
+
     # -- what each tool opens ---------------------------------------------------------------------
     def paths(self, arg: str):
         for c in self.cwds:
@@ -1237,6 +1397,10 @@ class _TSRun:
     def command(self, argv: list[str], depth: int, last: bool = True) -> None:
         ts, st = self.ts, self.st
         name, args = argv[0], argv[1:]
+        if name not in ts.tools and (name.islower() or name.lower() not in _CMD_NAMES) and not _ASSIGN_RE.match(name):
+            # "command not found" here, but a real shell may have it (rg, tar, perl); a quoted assignment
+            # ("X=a" as a command word) or a known command in the wrong case is found by no shell
+            self.open = True
         try:
             if name in ("cat", "head", "tail"):
                 if name == "cat":
@@ -1251,6 +1415,8 @@ class _TSRun:
             elif name == "grep":
                 flags, values, rest = ts.flags("grep", args, "rRnliFEvhHw", with_value="e")
                 if "e" not in values:
+                    if rest and ("*" in rest[0] or "?" in rest[0]):
+                        self.open = True  # a glob for a pattern: in the tree it may give the files too
                     rest = rest[1:]
                 recursive = bool(flags & {"r", "R"})
                 for f in rest or (["."] if recursive else []):
@@ -1305,6 +1471,10 @@ class _TSRun:
                     finally:  # a child shell's cd and variables do not leak out
                         self.sh.vars, self.cwds, self.sh.cwd = saved_vars, saved_cwds, saved_cwd
             elif name in ("python", "python3"):
+                if self.settle:
+                    if len(args) >= 2 and args[0] == "-c":  # (without -c ToolShell's python runs nothing)
+                        self.open = self.open or not self.py_settled(args[1])
+                    return
                 if len(args) >= 2 and args[0] == "-c":
                     # the first reading's python analysis, on the code as ToolShell expands it; its views and
                     # unknowns are the first reading's already (or nearly): not added twice for the judge
@@ -1535,7 +1705,11 @@ class _Folder(ast.NodeVisitor):
                 if attr in ("fromhex", "unhexlify", "a2b_hex") and args and args[0] is not None:
                     return bytes.fromhex(args[0]).decode("latin-1")
                 if attr in ("b64decode", "decodebytes", "standard_b64decode", "urlsafe_b64decode") and args:
-                    return None if args[0] is None else _b64(args[0].replace("-", "+").replace("_", "/"))
+                    if args[0] is None:
+                        return None
+                    v = args[0].replace("-", "+").replace("_", "/") if attr == "urlsafe_b64decode" else args[0]
+                    # Python's decoders (and ToolShell's, which calls them) drop what is not base64 first
+                    return _b64(_NOT_B64_RE.sub("", v))
                 if attr in ("decode", "encode", "strip", "lower", "upper", "read_text", "read"):
                     v = self._fold(recv)
                     if attr == "decode" and args and args[0] and "rot" in args[0] and v is not None:
