@@ -1172,6 +1172,7 @@ def _toolshell():
             Error=fs.ShellError,
             normpath=fs.normpath,
             max_depth=fs.MAX_DEPTH,
+            work_limit=fs.WORK_LIMIT,  # the work budget ToolShell gives one call
             flags=tools._flags,
             tools=frozenset(tools.TOOLS) | {"submit"},
             run_python=pyexpr.run_python,
@@ -1249,7 +1250,7 @@ def _py_touches_nothing(code: str, cwd: str) -> bool:
     if "*" in cwd or "?" in cwd:
         return False  # a directory the reading knows only as a glob (``cd t*``)
     ts = _toolshell()
-    sh = SimpleNamespace(fs=_HiddenOnlyFS(ts), cwd=cwd)
+    sh = SimpleNamespace(fs=_HiddenOnlyFS(ts), cwd=cwd, left=ts.work_limit)  # (left: the work budget)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
