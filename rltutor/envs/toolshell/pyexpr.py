@@ -53,7 +53,18 @@ _STR_METHODS = {
 
 
 class PyError(Exception):
-    """An error the simulated interpreter reports (``python: Kind: message``)."""
+    """An error the simulated interpreter reports (``python: Kind: message``). ``taint`` is True when the
+    message may quote a value read from a hidden file (``int(open(hidden).read())``'s ValueError quotes
+    the text): its line is then as hidden as a printed one."""
+
+    taint = False
+
+
+def _quoting(message: str, taint: bool) -> PyError:
+    """A PyError whose message quotes the call's values: as tainted as they are."""
+    e = PyError(message)
+    e.taint = bool(taint)
+    return e
 
 
 class _File:
@@ -289,12 +300,12 @@ class _Eval:
             if not vals or len(vals) > 2 or not isinstance(vals[0], str):
                 raise PyError("TypeError: open() takes a path string, e.g. open('README.md')")
             if len(vals) == 2 and vals[1] not in ("r", "rt"):
-                raise PyError(f"PermissionError: only reading is supported, got mode {vals[1]!r}")
+                raise _quoting(f"PermissionError: only reading is supported, got mode {vals[1]!r}", taint)
             p = normpath(self.sh.cwd, vals[0])
             if self.sh.fs.is_dir(p):
-                raise PyError(f"IsADirectoryError: [Errno 21] Is a directory: '{vals[0]}'")
+                raise _quoting(f"IsADirectoryError: [Errno 21] Is a directory: '{vals[0]}'", taint)
             if p not in self.sh.fs.files:
-                raise PyError(f"FileNotFoundError: [Errno 2] No such file or directory: '{vals[0]}'")
+                raise _quoting(f"FileNotFoundError: [Errno 2] No such file or directory: '{vals[0]}'", taint)
             hidden = any(t for _, t in self.sh.fs.lines[p])
             return _File(vals[0], self.sh.fs.files[p], hidden), taint or hidden
         one = {"str": str, "len": len, "sorted": sorted, "list": list, "repr": repr}
@@ -305,7 +316,7 @@ class _Eval:
             try:
                 return _cap(one[name](vals[0])), taint
             except (TypeError, ValueError, OverflowError) as e:
-                raise PyError(f"{type(e).__name__}: {e}") from None
+                raise _quoting(f"{type(e).__name__}: {e}", taint) from None
         raise PyError(f"NameError: name '{name}' is not defined")
 
     def module_call(self, dotted, vals, taint):
@@ -318,7 +329,7 @@ class _Eval:
             if dotted == "os.path.exists":
                 return fs.exists(p), taint
             if not fs.is_dir(p):
-                raise PyError(f"FileNotFoundError: [Errno 2] No such file or directory: '{arg}'")
+                raise _quoting(f"FileNotFoundError: [Errno 2] No such file or directory: '{arg}'", taint)
             if dotted == "os.listdir":
                 return list(fs.children[p]), taint
             walked = []
@@ -370,7 +381,7 @@ class _Eval:
             try:
                 return _cap(getattr(obj, name)(*vals)), taint
             except (TypeError, ValueError, LookupError, OverflowError) as e:
-                raise PyError(f"{type(e).__name__}: {e}") from None
+                raise _quoting(f"{type(e).__name__}: {e}", taint) from None
         raise PyError(f"AttributeError: '{type(obj).__name__}' object has no supported attribute '{name}'")
 
     def emit(self, text: str, taint: bool):
@@ -395,8 +406,9 @@ _PARSED: dict[str, ast.Module] = {}
 _CACHE_SIZE = 256  # parsed programs kept (the cache is emptied when full)
 
 
-def run_python(sh, code: str) -> tuple[Lines, list[str], int]:
-    """Run ``code``; return (stdout lines, error messages, exit status)."""
+def run_python(sh, code: str) -> tuple[Lines, list, int]:
+    """Run ``code``; return (stdout lines, error messages, exit status); an error that may quote a hidden
+    value comes as ``(message, True)``."""
     tree = _PARSED.get(code)
     if tree is None:
         try:
@@ -412,7 +424,7 @@ def run_python(sh, code: str) -> tuple[Lines, list[str], int]:
         for node in tree.body:
             ev.stmt(node)
     except PyError as e:
-        return ev.out, [f"python: {e}"], 1
+        return ev.out, [(f"python: {e}", e.taint)], 1
     except RecursionError:
         return ev.out, ["python: RecursionError: expression too deep"], 1
     except MemoryError:

@@ -265,7 +265,7 @@ class Shell:
                 lines, errs, status = [], [f"{name}: {e}"], 2
             except Exception as e:  # a safety net: a tool call never raises into the trainer
                 lines, errs, status = [], [f"{name}: internal error ({type(e).__name__}); please report it"], 70
-            out.extend((e, False) for e in errs)
+            out.extend(e if isinstance(e, tuple) else (e, False) for e in errs)  # (text, taint)
             self.errors += len(errs)
             if self.left < 0:
                 return status
