@@ -115,10 +115,11 @@ def test_unknown_env_and_bad_options_raise_with_the_valid_names():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"horizon": 10**20}, "horizon must be <= 100,000"),
-        ({"horizon": True}, "horizon must be a positive integer"),
-        ({"reward_noise": float("inf")}, "finite and >= 0"),
-        ({"reward_noise": float("nan")}, "finite and >= 0"),
+        ({"horizon": 10**20}, "horizon <= 100,000"),
+        ({"horizon": True}, "horizon must be an integer"),
+        ({"reward_noise": float("inf")}, "reward_noise must be finite"),
+        ({"reward_noise": float("nan")}, "reward_noise must be finite"),
+        ({"reward_noise": -0.5}, r"reward_noise must lie in \[0, inf\)"),
         ({"reward_noise": "0.1"}, "reward_noise must be a number"),
     ],
 )

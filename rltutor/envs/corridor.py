@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rltutor.utils import check_int, check_number
+
 __all__ = ["MAX_HORIZON", "Corridor"]
 
 MAX_HORIZON = 100_000  # T cues per copy; a larger T only fills memory (the book goes to 256)
@@ -48,22 +50,15 @@ class Corridor:
     def __init__(
         self, num_envs: int, horizon: int = 50, observe_progress: bool = True, reward_noise: float = 0.0, seed: int = 0
     ):
-        if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
-            raise ValueError(f"horizon must be a positive integer, got {horizon!r}; e.g. --horizon 200")
-        if horizon > MAX_HORIZON:
-            raise ValueError(
-                f"horizon must be <= {MAX_HORIZON:,}, got {horizon!r}: each copy stores its T cues and every "
-                f"episode is T steps long; the book's longest corridor is 256 steps (e.g. --horizon 256)"
-            )
-        if not isinstance(num_envs, int | np.integer) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        if isinstance(reward_noise, bool) or not isinstance(reward_noise, int | float | np.integer | np.floating):
-            raise ValueError(f"reward_noise must be a number, got {reward_noise!r}; e.g. --reward-noise 0.1")
-        if not 0 <= reward_noise < float("inf"):
-            raise ValueError(
-                f"reward_noise is a standard deviation and must be finite and >= 0, got {reward_noise!r}; "
-                f"e.g. --reward-noise 0.1"
-            )
+        check_int(
+            "horizon",
+            horizon,
+            1,
+            MAX_HORIZON,
+            "each copy stores its T cues and every episode is T steps long; the book's longest corridor is 256",
+        )
+        check_int("num_envs", num_envs, 1)
+        check_number("reward_noise", reward_noise, 0)  # a standard deviation: finite and >= 0
         self.num_envs = int(num_envs)
         self.horizon = self.max_episode_steps = int(horizon)
         self.observe_progress = bool(observe_progress)
