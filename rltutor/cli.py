@@ -186,22 +186,11 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def _write_atomic(path: str, write) -> None:
-    """``write(tmp)`` then rename ``tmp`` to ``path``: a failed write (a full disk) leaves ``path`` as it
-    was and removes its temporary file."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
-
-
 def plot_learning_curve(history, path: str, title: str = "") -> None:
     """Save a PNG of episode return against environment steps (atomically: a failed write keeps the old one)."""
     import matplotlib
+
+    from rltutor.utils import write_atomic
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -215,7 +204,7 @@ def plot_learning_curve(history, path: str, title: str = "") -> None:
     ax.legend(loc="lower right")
     fig.tight_layout()
     try:
-        _write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+        write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
     finally:
         plt.close(fig)
 
@@ -413,6 +402,8 @@ def _train(args) -> int:
 
 def _run(args, trainer, ckpt: str) -> int:
     """Write config.json, train (metrics.csv and checkpoint.pt as it goes), plot: the run itself."""
+    from rltutor.utils import write_atomic
+
     config = trainer.config
     metrics = os.path.join(args.out, "metrics.csv")
     plot = os.path.join(args.out, "learning_curve.png")
@@ -423,7 +414,7 @@ def _run(args, trainer, ckpt: str) -> int:
             json.dump(config.to_dict(), f, indent=2)
 
     try:
-        _write_atomic(os.path.join(args.out, "config.json"), write_config)
+        write_atomic(os.path.join(args.out, "config.json"), write_config)
         try:
             history = trainer.train(
                 progress=not args.no_progress, checkpoint=ckpt, checkpoint_every=args.checkpoint_every, metrics=metrics

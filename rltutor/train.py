@@ -90,7 +90,7 @@ from rltutor.advantages import compute_advantages, dead_groups, discounted_retur
 from rltutor.build import build
 from rltutor.config import Config
 from rltutor.losses import aggregate, kl_penalty, policy_loss, value_loss
-from rltutor.utils import check_int, get_device, seed_everything
+from rltutor.utils import check_int, get_device, seed_everything, write_atomic
 
 __all__ = ["Trainer", "CHECKPOINT_FORMAT"]
 
@@ -507,14 +507,8 @@ class Trainer:
         file, and a failed or interrupted save removes its temporary file."""
         path = os.fspath(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        try:
-            torch.save(self.state_dict(), tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            raise
+        state = self.state_dict()
+        write_atomic(path, lambda tmp: torch.save(state, tmp))
         self.last_saved = (self.update_idx, self.env_steps)
 
     @staticmethod
@@ -656,14 +650,7 @@ class _CsvLog:
         import pandas as pd
 
         frame = pd.DataFrame(history)
-        tmp = f"{self.path}.tmp{os.getpid()}"
-        try:
-            frame.to_csv(tmp, index=False)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            raise
+        write_atomic(self.path, lambda tmp: frame.to_csv(tmp, index=False))
         self.columns = list(frame.columns)
 
     def append(self, history: list[dict]) -> None:

@@ -1,4 +1,4 @@
-"""Small shared helpers: device choice, seeding, the quick/full scale knob, and input checks.
+"""Small shared helpers: device choice, seeding, the quick/full scale knob, atomic writes, and input checks.
 
 Every experiment in the book takes a ``scale`` ("quick" or "full"). It is read from one place,
 :func:`resolve_scale`, so CI and readers on a CPU run in seconds and Colab GPUs run the full size.
@@ -8,6 +8,7 @@ names the value, the expected form and the fix (see the design notes, "Errors").
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -29,6 +30,20 @@ def get_device(device: str | torch.device | None = None) -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def write_atomic(path: str, write) -> None:
+    """``write(tmp)`` into a temporary file beside ``path``, then rename it to ``path``: a crash or a failed
+    write (a full disk) never leaves half a file, and a failed or interrupted write removes the temporary
+    file. The temporary name is ``PATH.tmpPID``."""
+    tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def seed_everything(seed: int) -> torch.Generator:
