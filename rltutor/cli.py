@@ -365,14 +365,7 @@ def _train(args) -> int:
                     f"contradict it: {'; '.join(bad)}. Drop them (only --steps may change), or start a "
                     "new run in another --out"
                 )
-            budget = args.steps or dict(_parse_set(args.set)).get("total_steps")
-            done = int(state["env_steps"])
-            if budget is not None and budget < done:
-                raise ValueError(
-                    f"--steps {budget} is below the {done} environment steps the run in {args.out} has "
-                    f"already done (its budget: {state['config'].get('total_steps')}); give --steps above "
-                    f"{done} to train longer, or leave --steps out to finish its own budget"
-                )
+            budget = args.steps or dict(_parse_set(args.set)).get("total_steps")  # from_state refuses one too low
             note = _config_file_note(os.path.join(args.out, "config.json"), state["config"])
             trainer = Trainer.from_state(state, source=ckpt, **({"total_steps": budget} if budget else {}))
             if note:

@@ -626,8 +626,9 @@ class Trainer:
             done = int(state["env_steps"])
             if budget < done:
                 raise ValueError(
-                    f"a budget of total_steps={budget} is below the {done} environment steps {source} has "
-                    f"already done; give at least {done} (or leave the budget as it is)"
+                    f"a budget of total_steps={budget} (--steps) is below the {done} environment steps {source} "
+                    f"has already done (its budget: {config.total_steps}); give at least {done} to train longer, "
+                    "or leave it out to finish the run's own budget"
                 )
         trainer = cls(config, policy, collector)
         trainer.load_state_dict(state)
