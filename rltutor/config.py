@@ -335,12 +335,14 @@ class Config:
                 "rltutor.config.MAX_SEGMENT_STEPS); lower --set num_steps or --set num_envs"
             )
         if self.rollout_envs > MAX_ROLLOUT_ENVS:
-            what = "num_envs" if self.rollout == "segments" else f"group_size x num_groups = {self.group_size} x"
-            what += "" if self.rollout == "segments" else f" {self.num_groups}"
+            if self.rollout == "segments":
+                what, fix = "num_envs", "num_envs (--set num_envs)"
+            else:
+                what = f"group_size x num_groups = {self.group_size} x {self.num_groups}"
+                fix = "--group-size or --set num_groups"
             raise ValueError(
                 f"{what} = {self.rollout_envs:,} environment copies per update is more than {MAX_ROLLOUT_ENVS:,} "
-                "(each holds its rows of the batch in memory: rltutor.config.MAX_ROLLOUT_ENVS); lower "
-                + ("num_envs (--set num_envs)" if self.rollout == "segments" else "--group-size or --set num_groups")
+                f"(each holds its rows of the batch in memory: rltutor.config.MAX_ROLLOUT_ENVS); lower {fix}"
             )
         self.model = "gpt" if self.env in TOKEN_TASKS or self.env in AGENT_ENVS else "mlp"
 
