@@ -239,7 +239,9 @@ def _gmpo(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip):
     log_ratio_clip = torch.clamp(log_ratio, -clip_low, clip_high)  # clip in log space
     # Pessimistic in the advantage's direction, like PPO's min: sgn(A) * min(sgn(A) x, sgn(A) clip(x)).
     log_ratio_min = sign * torch.minimum(sign * log_ratio, sign * log_ratio_clip)
-    clipped = (log_ratio_min != log_ratio) & mask.bool()
+    # A token with A = 0 (sign 0, a dead group) gets log_ratio_min = 0 whatever its ratio: that is the
+    # advantage zeroing it, not a clip, so it is not counted as clipped (PPO's and GSPO's pg2 > pg1 agree).
+    clipped = (log_ratio_min != log_ratio) & mask.bool() & (sign != 0)
     seq_ratio = torch.exp((log_ratio_min * m).sum(-1) / lengths)  # (prod_t rho_t)^(1/|o_i|)
     seq_adv = (advantages * m).sum(-1) / lengths  # the sequence's (mean) advantage
     per_seq = -seq_adv * seq_ratio  # (B,)

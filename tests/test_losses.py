@@ -332,3 +332,21 @@ def test_k3_is_finite_for_any_finite_log_probs(dtype):
     assert torch.isfinite(grad).all() and grad[0, 0] == 0  # beyond the cap the gradient is 0
     if dtype == torch.float64:  # below the cap (log r = 5) nothing changes
         assert k3[0, 5].item() == pytest.approx(math.exp(5.0) - 5.0 - 1)
+
+
+@pytest.mark.parametrize("kind", ["ppo", "gspo", "gmpo"])
+def test_tokens_with_zero_advantage_are_never_counted_as_clipped(kind):
+    """clip_frac is the share of valid tokens whose gradient the clip changed. A token with A = 0 (every
+    token of a dead group) has no gradient to change, whatever its ratio. Row 0 is live (A = 1) with
+    log-ratios (1, 0.1): its first token is clipped by every loss here (for GSPO the sequence ratio
+    e^0.55 is clipped, so both tokens). Row 1 is dead (A = 0) with the same, moved, ratios. GMPO counted
+    the dead row's moved tokens as clipped (sign 0 makes the clipped log-ratio 0, not the ratio)."""
+    old = torch.zeros(2, 2, dtype=torch.float64)
+    logp = torch.tensor([[1.0, 0.1], [1.0, 0.1]], dtype=torch.float64)
+    adv = torch.tensor([[1.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
+    mask = torch.ones(2, 2, dtype=torch.float64)
+    clip = dict(gmpo=0.4).get(kind, 0.2)
+    _, live = policy_loss(logp[:1], old[:1], adv[:1], mask[:1], kind=kind, clip_low=clip, clip_high=clip)
+    _, both = policy_loss(logp, old, adv, mask, kind=kind, clip_low=clip, clip_high=clip)
+    assert live["clip_frac"] > 0  # the live row is clipped...
+    assert both["clip_frac"] == pytest.approx(live["clip_frac"] / 2)  # ...and the dead row adds only tokens
