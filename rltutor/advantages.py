@@ -8,7 +8,8 @@ Conventions (the batch contract is stated in :mod:`rltutor.rollout`):
   ``T`` steps. ``mask`` is 1 where a step counts (a valid response token) and 0 elsewhere.
 * Outcome rewards sit on the last valid token of a row.
 * Every function is pure: tensors in, new tensors out, inputs never edited in place.
-* Nothing here whitens its output unless its name says so (:func:`whiten`, ``"reinforce_pp"``).
+* Nothing here whitens its output unless its name says so (:func:`whiten`, ``"reinforce_pp"``,
+  ``"reinforce_pp_baseline"``).
 
 The estimators are registered by name in :data:`ESTIMATORS` so the trainer, a notebook widget or
 the command line picks one with a string::
@@ -18,8 +19,9 @@ the command line picks one with a string::
 
 Each returns ``(advantages, returns)``. The rule for ``returns``: an estimator returns the critic's
 regression targets only when it computed them from a critic (``"gae"``); every critic-free
-estimator (``"grpo"``, ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``) returns
-``None``, and a trainer that fits a critic anyway computes :func:`discounted_returns` itself.
+estimator (``"grpo"``, ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``,
+``"reinforce_pp_baseline"``) returns ``None``, and a trainer that fits a critic anyway computes
+:func:`discounted_returns` itself.
 
 References
 
@@ -33,9 +35,13 @@ References
   :func:`rltutor.losses.aggregate`).
 * RLOO: Ahmadian et al., *Back to Basics: Revisiting REINFORCE Style Optimization for Learning
   from Human Feedback in LLMs*, arXiv:2402.14740 (2024): baseline = mean reward of the other
-  k - 1 samples.
-* REINFORCE++: Hu, *REINFORCE++: A Simple and Efficient Approach for Aligning Large Language
-  Models*, arXiv:2501.03262 (2025): token-level return-to-go, normalized over the global batch.
+  k - 1 samples, the leave-one-out baseline of Kool, van Hoof and Welling, *Buy 4 REINFORCE Samples,
+  Get a Baseline for Free!*, ICLR 2019 workshop (https://openreview.net/forum?id=r1lgTGL5DE).
+* REINFORCE++: Hu et al., *REINFORCE++: Stabilizing Critic-Free Policy Optimization with Global
+  Advantage Normalization*, arXiv:2501.03262 (2025; v1 was titled *A Simple and Efficient Approach for
+  Aligning Large Language Models*): token-level return-to-go, normalized over the global batch; its
+  variant REINFORCE++-baseline (``"reinforce_pp_baseline"``) first subtracts each group's mean score.
+  OpenRLHF's ``compute_advantages_and_returns`` (estimators ``reinforce``, ``reinforce_baseline``).
 """
 
 from __future__ import annotations
@@ -455,6 +461,43 @@ def _reinforce_pp_estimator(*, rewards, mask, values, group_ids, gamma, lam, eps
     return whiten(discounted_returns(rewards, mask, gamma), mask), None
 
 
+@register_estimator("reinforce_pp_baseline")
+def _reinforce_pp_baseline_estimator(*, rewards, mask, values, group_ids, gamma, lam, eps):
+    """REINFORCE++-baseline (Hu et al. 2025, the variant for verifiable rewards; OpenRLHF's
+    ``reinforce_baseline``): subtract the group's mean score from every token's return-to-go, then
+    whiten over the whole batch. Returns None (no critic).
+
+    With R_i = sum_t r_{i,t} the score of row i and b_g = mean_{j in g} R_j its group's mean::
+
+        G_{i,t} = sum_{k >= t} r_{i,k} - b_g      (gamma = 1)
+        A_{i,t} = whiten(G)_{i,t}                 (mean and std over every valid token of the batch)
+
+    With an outcome reward only, G_{i,t} = R_i - b_g on every token: Dr.GRPO's advantage, then scaled
+    by one batch-wide std instead of GRPO's per-group one. The per-token KL penalty of the paper enters
+    through ``rewards`` (the trainer's ``kl_in_reward``). Deviations from OpenRLHF's
+    ``compute_advantages_and_returns``: it subtracts the group mean of the outcome scores before adding
+    the KL penalty, so with ``kl_in_reward`` b_g here also holds the group's mean summed penalty (a
+    constant per group, still a baseline); :func:`whiten` uses Bessel's variance where OpenRLHF divides
+    by the token count N (a factor sqrt(N / (N - 1)) on every advantage). A dead group's G is exactly 0.
+    """
+    _check_token_inputs(mask, rewards=rewards)
+    if group_ids is None:
+        raise ValueError(
+            "the 'reinforce_pp_baseline' estimator needs group_ids of shape (B,); collect "
+            "G >= 2 responses per prompt and pass their group ids"
+        )
+    if _check_discount("gamma", gamma) != 1.0:
+        raise ValueError(
+            f"the 'reinforce_pp_baseline' estimator subtracts the group's mean score from every token's "
+            f"undiscounted return-to-go, so it needs gamma=1 (OpenRLHF sets it to 1), got gamma={gamma!r}"
+        )
+    scores = _row_scores(rewards, mask)  # R_i, (B,)
+    centred = group_advantages(scores, group_ids, method="dr_grpo")  # R_i - b_g, exactly 0 in a dead group
+    m = mask.to(rewards.dtype)
+    g = discounted_returns(rewards, mask, 1.0) + (centred - scores)[:, None] * m  # sum_{k>=t} r_k - b_g
+    return whiten(g, mask), None
+
+
 def compute_advantages(
     name: str,
     *,
@@ -473,7 +516,7 @@ def compute_advantages(
         rewards: (B, T) float.
         mask: (B, T) 0/1.
         values: (B, T) critic values (needed by ``"gae"``).
-        group_ids: (B,) group ids (needed by ``"grpo"``, ``"dr_grpo"``, ``"rloo"``).
+        group_ids: (B,) group ids (needed by ``"grpo"``, ``"dr_grpo"``, ``"rloo"``, ``"reinforce_pp_baseline"``).
         gamma, lam: discount and GAE lambda, each in [0, 1].
         eps: the std offset of ``"grpo"``.
 
@@ -481,7 +524,8 @@ def compute_advantages(
         ``(advantages, returns)``. ``advantages`` is (B, T), 0 where ``mask`` is 0. ``returns`` is
         the critic's (B, T) regression target from an estimator that uses a critic (``"gae"``:
         advantages + values), and None from every critic-free estimator (``"grpo"``,
-        ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``): nothing there reads it;
+        ``"dr_grpo"``, ``"rloo"``, ``"reinforce"``, ``"reinforce_pp"``, ``"reinforce_pp_baseline"``):
+        nothing there reads it;
         a trainer that fits a critic alongside computes :func:`discounted_returns` itself.
     """
     check_choice("advantage estimator", name, ESTIMATORS)

@@ -158,6 +158,40 @@ def test_registry_estimators_and_broadcast():
     assert set(list_estimators()) >= {"gae", "grpo", "dr_grpo", "rloo", "reinforce", "reinforce_pp"}
 
 
+def test_reinforce_pp_baseline_against_a_hand_computation():
+    """REINFORCE++-baseline: return-to-go minus the group's mean score, whitened over the batch's valid
+    tokens. Group 0: scores 1 and 0 (b = 0.5); group 1: scores 2.1 (a 0.1 per-token reward, as a KL
+    term would give, then 2) and 2 (b = 2.05). By hand, G per valid token:
+    row 0 (0.5, 0.5, 0.5), row 1 (-0.5, -0.5), row 2 (2.1 - 2.05, 2 - 2.05, 2 - 2.05), row 3 -0.05 x 3."""
+    r = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.1, 0.0, 2.0], [0.0, 0.0, 2.0]], dtype=torch.float64)
+    m = torch.tensor([[1, 1, 1], [1, 1, 0], [1, 1, 1], [1, 1, 1]], dtype=torch.float64)
+    gids = torch.tensor([0, 0, 1, 1])
+    g = [0.5, 0.5, 0.5, -0.5, -0.5, 0.05, -0.05, -0.05, -0.05, -0.05, -0.05]  # row by row, valid tokens
+    mean = sum(g) / len(g)
+    std = math.sqrt(sum((x - mean) ** 2 for x in g) / (len(g) - 1))  # Bessel, as whiten
+    adv, ret = compute_advantages("reinforce_pp_baseline", rewards=r, mask=m, group_ids=gids)
+    want = torch.zeros_like(r)
+    want[m.bool()] = torch.tensor([(x - mean) / math.sqrt(std**2 + 1e-8) for x in g], dtype=torch.float64)
+    torch.testing.assert_close(adv, want)
+    assert ret is None
+    # Outcome rewards only: G = R_i - b_g, Dr.GRPO's advantage on every token, whitened over the batch.
+    out = torch.zeros_like(r)
+    out[[0, 1, 2, 3], [2, 1, 2, 2]] = torch.tensor([1.0, 0.0, 2.1, 2.0], dtype=torch.float64)
+    adv, _ = compute_advantages("reinforce_pp_baseline", rewards=out, mask=m, group_ids=gids)
+    a = group_advantages(torch.tensor([1.0, 0.0, 2.1, 2.0], dtype=torch.float64), gids, method="dr_grpo")
+    torch.testing.assert_close(adv, whiten(a[:, None] * m, m))
+    # Both groups dead (scores all -3.7, whose float mean is not -3.7): G is exactly 0, and so is A.
+    dead = torch.full((4,), -3.7)[:, None] * torch.tensor([[0.0, 1.0]])
+    adv, _ = compute_advantages("reinforce_pp_baseline", rewards=dead, mask=torch.ones(4, 2), group_ids=gids)
+    assert (adv == 0).all()
+    with pytest.raises(ValueError, match="needs gamma=1"):
+        compute_advantages("reinforce_pp_baseline", rewards=r, mask=m, group_ids=gids, gamma=0.99)
+    with pytest.raises(ValueError, match="needs group_ids"):
+        compute_advantages("reinforce_pp_baseline", rewards=r, mask=m)
+    with pytest.raises(ValueError, match="single member"):
+        compute_advantages("reinforce_pp_baseline", rewards=r, mask=m, group_ids=torch.arange(4))
+
+
 def test_register_estimator_rejects_duplicates_and_extends():
     with pytest.raises(ValueError, match="already registered"):
         register_estimator("gae")(lambda **kw: None)
@@ -432,8 +466,10 @@ def test_whiten_with_eps_zero_is_finite_and_unit_variance(dtype, n_valid, seed, 
 def test_only_critic_estimators_return_critic_targets():
     r, v, m = random_batch(B=4, T=5, seed=6)
     gids = torch.tensor([0, 0, 1, 1])
-    for name in ("grpo", "dr_grpo", "rloo", "reinforce", "reinforce_pp"):
-        adv, ret = compute_advantages(name, rewards=r, mask=m, group_ids=gids, gamma=0.9)
+    for name in ("grpo", "dr_grpo", "rloo", "reinforce", "reinforce_pp", "reinforce_pp_baseline"):
+        adv, ret = compute_advantages(
+            name, rewards=r, mask=m, group_ids=gids, gamma=1.0 if name == "reinforce_pp_baseline" else 0.9
+        )
         assert ret is None and adv.shape == r.shape, name
     adv, ret = compute_advantages("gae", rewards=r, mask=m, values=v, gamma=0.9, lam=0.8)
     torch.testing.assert_close(ret, adv + v)
