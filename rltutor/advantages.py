@@ -64,10 +64,13 @@ __all__ = [
     "list_estimators",
     "ESTIMATORS",
     "GROUP_METHODS",
+    "GROUP_ESTIMATORS",
     "DEAD_TOL",
 ]
 
 GROUP_METHODS = ("grpo", "dr_grpo", "rloo")
+GROUP_ESTIMATORS = (*GROUP_METHODS, "reinforce_pp_baseline")
+"""The registered estimators that compare each row with its group (they need ``group_ids`` and G >= 2)."""
 DEAD_TOL = 1e-8  # a group whose scores span at most this is dead (see dead_groups)
 
 

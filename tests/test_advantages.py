@@ -11,6 +11,7 @@ from hypothesis import given, settings
 
 from rltutor.advantages import (
     ESTIMATORS,
+    GROUP_ESTIMATORS,
     compute_advantages,
     dead_groups,
     discounted_returns,
@@ -190,6 +191,15 @@ def test_reinforce_pp_baseline_against_a_hand_computation():
         compute_advantages("reinforce_pp_baseline", rewards=r, mask=m)
     with pytest.raises(ValueError, match="single member"):
         compute_advantages("reinforce_pp_baseline", rewards=r, mask=m, group_ids=torch.arange(4))
+
+
+@pytest.mark.parametrize("name", GROUP_ESTIMATORS)
+def test_group_estimators_need_group_ids(name):
+    """Every estimator GROUP_ESTIMATORS names is registered and refuses a batch without group ids."""
+    r, _, m = random_batch(B=4, T=5, seed=7)
+    assert name in ESTIMATORS
+    with pytest.raises(ValueError, match="needs group_ids"):
+        compute_advantages(name, rewards=r, mask=m, gamma=1.0)
 
 
 def test_register_estimator_rejects_duplicates_and_extends():
