@@ -1,5 +1,5 @@
 """The multi-seed LM labs (chapters 06-10): the runner resumes from stored runs, the verdict functions call
-confirmed / refuted / not visible correctly on synthetic records, and the stored records are what the
+confirmed / refuted / equivalent / undecided correctly on synthetic records, and the stored records are what the
 chapters need (>= 5 seeds per arm, the command beside them)."""
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 
 from rltutor import datafiles
 from rltutor.experiments import lm
-from rltutor.experiments.stats import contrast, describe, verdict, verdict_row
+from rltutor.experiments.stats import VERDICTS, contrast, describe, t_ppf, verdict, verdict_row
 
 # ---------------------------------------------------------------------------------------------- stats
 
@@ -18,14 +18,18 @@ def test_contrast_matches_welch_by_hand():
     est, half = contrast([(1, a), (-1, b)])
     assert est == pytest.approx(2.0 - 0.75)
     se = np.sqrt(a.var() / 3 + b.var() / 4)
-    # Welch-Satterthwaite df = 3.23 -> 3: Student's t quantile 3.182
-    assert half == pytest.approx(3.182 * se, rel=1e-3)
+    ta, tb = a.var() / 3, b.var() / 4
+    df = (ta + tb) ** 2 / (ta**2 / 2 + tb**2 / 3)  # Welch-Satterthwaite: 3.23, not rounded
+    assert df == pytest.approx(3.23, abs=0.01)
+    assert half == pytest.approx(t_ppf(0.975, df) * se, rel=1e-9)
+    assert 2.776 < half / se < 3.182  # between the table's t at df 4 and at df 3
 
 
 def test_verdict_reads_the_interval():
     assert verdict(1.0, 0.5) == "confirmed"
     assert verdict(-1.0, 0.5) == "refuted"
-    assert verdict(0.2, 0.5) == "not visible"
+    assert verdict(0.2, 0.5) == "undecided"
+    assert verdict(0.2, 0.5, delta=1.0) == "equivalent"
     row = verdict_row("x", "m", [(1, pd.Series([1.0, 1.1, 0.9]))])
     assert row["verdict"] == "confirmed" and row["ci_low"] < 1 < row["ci_high"] and row["seeds"] == "3"
 
@@ -122,9 +126,9 @@ def test_family_verdicts_confirmed_refuted_not_visible():
     v = _verdicts(lm.family_verdicts(df))
     assert v["grpo: last 20 - first 5"] == "confirmed"
     assert v["rloo: last 20 - first 5"] == "refuted"
-    assert v["ppo: last 20 - first 5"] == "not visible"
+    assert v["ppo: last 20 - first 5"] == "undecided"
     assert v["rloo - grpo"] == "refuted"
-    assert v["gspo - grpo"] == "not visible"  # the same curve, other noise
+    assert v["gspo - grpo"] == "undecided"  # the same curve, other noise
 
 
 def test_horizon_verdicts_interaction():
@@ -132,7 +136,7 @@ def test_horizon_verdicts_interaction():
     long = _curves({"GRPO": {"reward": (0.2, 0.3)}, "PPO": {"reward": (0.2, 0.5)}}, L=16)
     t = lm.horizon_verdicts(pd.concat([short, long]))
     v = _verdicts(t)
-    assert v["PPO - GRPO at L = 4"] == "not visible"
+    assert v["PPO - GRPO at L = 4"] == "undecided"
     assert v["PPO - GRPO at L = 16"] == "confirmed"
     assert v["(PPO - GRPO) at L = 16 minus at L = 4"] == "confirmed"
     assert list(t.columns) == ["contrast", "metric", "estimate", "ci_low", "ci_high", "seeds", "verdict"]
@@ -151,7 +155,7 @@ def test_short_task_verdicts_reward_and_cost():
     cost = t[t.metric == "s per update"].set_index("contrast")["verdict"]
     assert cost["PPO (separate critic) - GRPO"] == "confirmed"
     reward = t[t.metric != "s per update"].set_index("contrast")["verdict"]
-    assert reward["PPO (value head) - GRPO"] == "refuted" and reward["PPO (separate critic) - GRPO"] == "not visible"
+    assert reward["PPO (value head) - GRPO"] == "refuted" and reward["PPO (separate critic) - GRPO"] == "undecided"
 
 
 def test_length_bias_and_clip_higher_verdicts():
@@ -165,7 +169,7 @@ def test_length_bias_and_clip_higher_verdicts():
     v = _verdicts(lm.length_bias_verdicts(df))
     assert v["GRPO - Dr.GRPO"] == "confirmed"
     assert v["GRPO: last 20 - first 10"] == "confirmed"
-    assert v["Dr.GRPO: last 20 - first 10"] == "not visible"
+    assert v["Dr.GRPO: last 20 - first 10"] == "undecided"
     df = _curves(
         {
             "eps_high=0.2": {"entropy": (0.8, 0.3), "reward": (0.2, 0.3)},
@@ -204,7 +208,7 @@ def test_stored_records_have_enough_seeds_and_their_command(name):
     assert cmd.startswith(f"python -m rltutor.experiments.lm {experiment} ")
     assert f"--out rltutor/data/lm/{name}.csv" in cmd
     table = lm.VERDICTS[experiment](df)
-    assert len(table) and set(table["verdict"]) <= {"confirmed", "refuted", "not visible"}
+    assert len(table) and set(table["verdict"]) <= set(VERDICTS)
 
 
 def test_describe_states_the_verdict_and_the_detectable_effect():
@@ -215,7 +219,7 @@ def test_describe_states_the_verdict_and_the_detectable_effect():
         ]
     )
     first, second = describe(table)
-    assert "not visible" in first and "could not have been seen" in first
+    assert "undecided" in first and "would detect an effect of about" in first
     assert second.endswith("confirmed")
 
 

@@ -1,11 +1,22 @@
-"""The statistics the labs' pre-stated tests share: a Welch contrast over seeds and its verdict.
+"""The statistics the labs' pre-stated tests share: a Welch contrast over seeds and the verdict it allows.
 
 A lab stores one number per run (a metric averaged over the run's last updates); an *arm* is the runs of
-one setting over seeds, and a contrast is a weighted sum of arm means, ``sum_i w_i mean(x_i)`` (``1, -1``:
-a difference; ``1, -1, -1, 1``: an interaction). :func:`contrast` gives its estimate and the half-width
-of its 95% confidence interval (Welch-Satterthwaite degrees of freedom: the arms may differ in spread
-and size); :func:`verdict` reads the interval: *confirmed* above 0, *refuted* below 0, *not visible*
-where it holds 0, and then its half-width is about the smallest effect the runs could have seen.
+one setting over seeds, and a contrast is a weighted sum of arm means, theta = sum_i w_i mean(x_i) (``1, -1``:
+a difference; ``1, -1, -1, 1``: an interaction). :func:`contrast_stats` gives its estimate, standard error
+and Welch-Satterthwaite degrees of freedom (the arms may differ in spread and size). A pre-stated test names
+its *smallest effect of interest* delta, in the metric's units, before its runs. A test has one of four
+outcomes (:data:`VERDICTS`), at level alpha = 0.05 after Holm's correction across the chapter's family:
+
+* *confirmed*: theta > 0 (two-sided t test; uncorrected, the 95% interval lies above 0);
+* *refuted*: theta < 0 (the interval lies below 0);
+* *equivalent*: no effect as large as delta, |theta| < delta (two one-sided tests, TOST, each at alpha/2,
+  so that uncorrected it says: the 95% interval lies inside (-delta, +delta));
+* *undecided*: none of these; :func:`detectable_effect` then says which effect the runs would have found
+  four times in five (80% power).
+
+:func:`verdict_row` computes one test, :func:`decide` corrects a family of them (:func:`holm`) and
+:func:`describe` writes each as a sentence. :func:`seeds_for_power` is the power analysis a pilot feeds:
+the seeds needed for 80% power at delta, given the spread of the contrast per seed.
 
 Used by :mod:`rltutor.experiments.agents` (chapter 11) and :mod:`rltutor.experiments.lm` (chapters 06-10),
 which also share :func:`run_all` (independent runs over a process pool) and :func:`store_records` (a lab's
@@ -21,17 +32,92 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
-from rltutor.utils import t_quantile
+__all__ = [
+    "contrast",
+    "contrast_stats",
+    "verdict",
+    "verdict_row",
+    "holm",
+    "decide",
+    "describe",
+    "detectable_effect",
+    "seeds_for_power",
+    "t_cdf",
+    "t_ppf",
+    "run_all",
+    "store_records",
+]
 
-__all__ = ["contrast", "verdict", "verdict_row", "describe", "run_all", "store_records"]
+VERDICTS = ("confirmed", "refuted", "equivalent", "undecided")
+ALPHA = 0.05  # the level of every pre-stated test, after Holm's correction across a chapter's family
+POWER = 0.8  # the power a detectable effect and a power analysis are stated at
 
-VERDICTS = ("confirmed", "refuted", "not visible")
+
+# --- Student's t distribution, in plain Python (the package does not depend on scipy) -------------------
 
 
-def contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:
-    """A linear contrast sum_i w_i mean(x_i) of independent arms ``[(w_i, x_i), ...]``: its estimate and
-    the half-width of its 95% confidence interval (Welch-Satterthwaite degrees of freedom). Each arm needs
-    at least 2 values."""
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz's method)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function, for 0 <= x <= 1."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` (> 0, not necessarily whole) degrees of freedom."""
+    if not df > 0:
+        raise ValueError(f"df must be > 0, got {df!r}")
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))  # P(T > |t|)
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_ppf(q: float, df: float) -> float:
+    """The ``q`` quantile of Student's t with ``df`` degrees of freedom (bisection on :func:`t_cdf`)."""
+    if not 0 < q < 1:
+        raise ValueError(f"q must be in (0, 1), got {q!r}")
+    if q < 0.5:
+        return -t_ppf(1.0 - q, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < q:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if t_cdf(mid, df) < q else (lo, mid)
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return 0.5 * (lo + hi)
+
+
+def contrast_stats(arms: list[tuple[float, pd.Series]]) -> tuple[float, float, float]:
+    """A linear contrast theta = sum_i w_i mean(x_i) of independent arms ``[(w_i, x_i), ...]``: its estimate,
+    its standard error se = sqrt(sum_i w_i^2 s_i^2 / n_i) and the Welch-Satterthwaite degrees of freedom
+    se^4 / sum_i (w_i^2 s_i^2 / n_i)^2 / (n_i - 1). Each arm needs at least 2 values."""
     for _, x in arms:
         if len(x) < 2:
             raise ValueError(f"each arm of a contrast needs at least 2 runs (seeds), got {len(x)}")
@@ -39,48 +125,166 @@ def contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:
     terms = [w * w * x.var(ddof=1) / len(x) for w, x in arms]
     se2 = sum(terms)
     if se2 == 0:
-        return float(est), 0.0
+        return float(est), 0.0, float(sum(len(x) - 1 for _, x in arms))
     df = se2 * se2 / sum(t * t / (len(x) - 1) for t, (_, x) in zip(terms, arms, strict=True) if t > 0)
-    return float(est), float(t_quantile(max(2, round(df) + 1)) * math.sqrt(se2))
+    return float(est), math.sqrt(se2), float(df)
 
 
-def verdict(estimate: float, half: float) -> str:
-    """``"confirmed"`` if the interval ``estimate +- half`` lies above 0, ``"refuted"`` if below, else
-    ``"not visible"``."""
+def contrast(arms: list[tuple[float, pd.Series]], level: float = 0.95) -> tuple[float, float]:
+    """The estimate of :func:`contrast_stats` and the half-width of its ``level`` confidence interval."""
+    est, se, df = contrast_stats(arms)
+    return est, (t_ppf(0.5 + level / 2, df) * se if se > 0 else 0.0)
+
+
+def detectable_effect(se: float, df: float, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true effect a two-sided t test at level ``alpha`` finds with probability ``power``:
+    (t_{1 - alpha/2} + t_{power}) se (the normal-approximation power formula with t quantiles; at 80% and
+    alpha = 0.05 about 2.8 se, about 1.4 half-widths of the 95% interval)."""
+    if se == 0:
+        return 0.0
+    return (t_ppf(1 - alpha / 2, df) + t_ppf(power, df)) * se
+
+
+def seeds_for_power(
+    sd: float, delta: float, alpha: float = ALPHA, power: float = POWER, paired: bool = True, tests: int = 1
+) -> int:
+    """The number of seeds n (per arm) for which a contrast's test finds an effect of ``delta`` with
+    probability ``power`` at level ``alpha / tests`` (the first step of Holm's correction over ``tests``
+    tests: conservative). ``sd``: the standard deviation over seeds, from a pilot, of the paired difference
+    (``paired=True``, se = sd / sqrt(n)) or of one arm (``paired=False``, two arms of n, se = sd sqrt(2/n)).
+    The smallest n >= 2 with detectable_effect(se(n), df(n)) <= delta."""
+    if not delta > 0:
+        raise ValueError(f"delta must be > 0 (the smallest effect of interest), got {delta!r}")
+    if not sd >= 0:
+        raise ValueError(f"sd must be >= 0, got {sd!r}")
+    for n in range(2, 100_001):
+        se, df = (sd / math.sqrt(n), n - 1) if paired else (sd * math.sqrt(2 / n), 2 * n - 2)
+        if detectable_effect(se, df, alpha / tests, power) <= delta:
+            return n
+    raise ValueError(f"more than 100,000 seeds needed for delta={delta} at sd={sd}: choose a larger delta")
+
+
+def _p_two_sided(est: float, se: float, df: float) -> float:
+    if se == 0:
+        return 0.0 if est != 0 else 1.0
+    return 2.0 * (1.0 - t_cdf(abs(est) / se, df))
+
+
+def _p_equivalence(est: float, se: float, df: float, delta: float) -> float:
+    """TOST: the larger p of H0: theta <= -delta and H0: theta >= +delta, doubled (each at alpha / 2), so
+    that p < alpha exactly when the (1 - alpha) interval lies inside (-delta, +delta)."""
+    if se == 0:
+        return 0.0 if abs(est) < delta else 1.0
+    p_low = 1.0 - t_cdf((est + delta) / se, df)
+    p_high = t_cdf((est - delta) / se, df)
+    return min(1.0, 2.0 * max(p_low, p_high))
+
+
+def verdict(estimate: float, half: float, delta: float | None = None) -> str:
+    """The outcome an interval ``estimate +- half`` allows: ``"confirmed"`` above 0, ``"refuted"`` below,
+    ``"equivalent"`` inside (-delta, +delta), else ``"undecided"``."""
     if estimate - half > 0:
         return "confirmed"
     if estimate + half < 0:
         return "refuted"
-    return "not visible"
+    if delta is not None and -delta < estimate - half and estimate + half < delta:
+        return "equivalent"
+    return "undecided"
 
 
-def verdict_row(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> dict:
-    """One row of a verdict table: the contrast's name, the metric, the estimate, its 95% interval, the seeds
-    per arm (``"5/5"``) and the verdict."""
-    est, half = contrast(arms)
+def verdict_row(
+    name: str, metric: str, arms: list[tuple[float, pd.Series]], delta: float | None = None, alpha: float = ALPHA
+) -> dict:
+    """One row of a verdict table, uncorrected: the contrast's name, the metric, the estimate, its
+    (1 - alpha) interval, its se and df, the seeds per arm (``"5/5"``), the smallest effect of interest
+    ``delta`` (None: the test named none, so it cannot come out *equivalent*), the p-values of the
+    difference and of equivalence, the effect detectable at 80% power, and the verdict. :func:`decide`
+    corrects a family of rows."""
+    if delta is not None and not delta > 0:
+        raise ValueError(f"delta must be > 0 (the smallest effect of interest, in {metric}'s units), got {delta!r}")
+    est, se, df = contrast_stats(arms)
+    half = t_ppf(1 - alpha / 2, df) * se if se > 0 else 0.0
     return {
         "contrast": name,
         "metric": metric,
         "estimate": est,
         "ci_low": est - half,
         "ci_high": est + half,
+        "se": se,
+        "df": df,
         "seeds": "/".join(str(len(x)) for _, x in arms),
-        "verdict": verdict(est, half),
+        "delta": float("nan") if delta is None else float(delta),
+        "p": _p_two_sided(est, se, df),
+        "p_equiv": float("nan") if delta is None else _p_equivalence(est, se, df, delta),
+        "detectable": detectable_effect(se, df, alpha),
+        "verdict": verdict(est, half, delta),
     }
 
 
+def holm(p: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values of a family (NaN entries are left out of the family and stay NaN):
+    sorted ascending, p_(i) times (m - i + 1), made monotone, capped at 1. Rejecting where the adjusted
+    value is below alpha controls the family-wise error rate at alpha."""
+    idx = [i for i, x in enumerate(p) if not math.isnan(x)]
+    m = len(idx)
+    out = [float("nan")] * len(p)
+    running = 0.0
+    for rank, i in enumerate(sorted(idx, key=lambda i: p[i])):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def decide(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """A chapter's family of tests (rows of :func:`verdict_row`) decided together: Holm-adjusted ``p_adj``
+    and ``p_equiv_adj`` beside the raw values, the effect each test detects at 80% power at the family's
+    strictest level alpha / m (``detectable``), and ``verdict``: confirmed or refuted where p_adj < alpha
+    (by the estimate's sign), equivalent where p_equiv_adj < alpha, else undecided. ``verdict_raw`` keeps
+    the uncorrected outcome."""
+    out = table.copy()
+    if "p" not in out:
+        raise ValueError("decide needs rows of verdict_row (with p, se, df); got columns " + ", ".join(out.columns))
+    m = len(out)
+    out["verdict_raw"] = out["verdict"]
+    out["p_adj"] = holm(out["p"].tolist())
+    out["p_equiv_adj"] = holm(out["p_equiv"].tolist())
+    out["family"] = m
+    out["detectable"] = [detectable_effect(se, df, alpha / m) for se, df in zip(out["se"], out["df"], strict=True)]
+    verdicts = []
+    for r in out.itertuples():
+        if r.p_adj < alpha:
+            verdicts.append("confirmed" if r.estimate > 0 else "refuted")
+        elif not math.isnan(r.p_equiv_adj) and r.p_equiv_adj < alpha:
+            verdicts.append("equivalent")
+        else:
+            verdicts.append("undecided")
+    out["verdict"] = verdicts
+    return out
+
+
+def _p(x: float) -> str:
+    return "<0.001" if x < 0.001 else f"{x:.3f}"
+
+
 def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
-    """Each row of a verdict table as a sentence: the contrast, its estimate and interval, and the verdict;
-    where the interval holds 0, the smallest effect the runs could have detected (its half-width)."""
+    """Each row of a family of tests as a sentence: the contrast, its estimate and 95% interval, its raw and
+    Holm-adjusted p (:func:`decide`, across the rows of ``table``) and the verdict; where undecided, the effect
+    the runs would have detected with 80% power; where equivalent, the delta it rules out."""
+    if "p_adj" not in table:
+        table = decide(table)
     out = []
     for r in table.itertuples():
-        half = (r.ci_high - r.ci_low) / 2
         line = (
             f"{r.contrast} ({r.metric}): {r.estimate:+.{digits}f}, 95% interval "
-            f"[{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}] over {r.seeds} seeds: {r.verdict}"
+            f"[{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}] over {r.seeds} seeds, p = {_p(r.p)} "
+            f"(Holm-adjusted over {r.family} tests: {_p(r.p_adj)}): {r.verdict}"
         )
-        if r.verdict == "not visible":
-            line += f"; an effect smaller than about {half:.{digits}f} could not have been seen"
+        if r.verdict == "equivalent":
+            line += f" (no effect as large as {r.delta:.{digits}f})"
+        elif r.verdict == "undecided":
+            line += f"; these seeds would detect an effect of about {r.detectable:.{digits}f} with 80% power"
+            if not math.isnan(r.delta):
+                line += f" (the smallest effect of interest: {r.delta:.{digits}f})"
         out.append(line)
     return out
 
