@@ -67,7 +67,8 @@ import pandas as pd
 import torch
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
-from rltutor.experiments.stats import run_all, store_records, verdict_row
+from rltutor.experiments.runs import RunStore, run_all, store_records
+from rltutor.experiments.stats import verdict_row, verdict_table
 from rltutor.train import Trainer
 
 __all__ = [
@@ -172,12 +173,11 @@ to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
 
 
 def _run_compaction(args: tuple) -> pd.DataFrame:
-    mode, budget, seed, updates, tasks, compaction, guard, extra_settings, path = args
+    """One run of the compaction lab (the run store reads a stored one back)."""
+    mode, budget, seed, updates, tasks, compaction, guard, extra_settings = args
     import torch
 
     torch.set_num_threads(1)
-    if path and os.path.exists(path):
-        return pd.read_csv(path)
     algo, extra = SUB_ADVANTAGE_RUNS[mode]
     df = run_agent(
         algo,
@@ -193,10 +193,6 @@ def _run_compaction(args: tuple) -> pd.DataFrame:
     )
     df.insert(1, "context_budget", budget)
     df.insert(1, "sub_advantage", mode)
-    if path:
-        df.to_csv(path + ".part", index=False, float_format="%.5g")
-        os.replace(path + ".part", path)  # a run is stored whole or not at all
-        df = pd.read_csv(path)
     return df
 
 
@@ -218,22 +214,17 @@ def compaction_curves(
     for m in modes:
         if m not in SUB_ADVANTAGE_RUNS:
             raise ValueError(f"unknown sub-advantage mode {m!r}; valid: {', '.join(SUB_ADVANTAGE_RUNS)}")
-    if run_dir:
-        os.makedirs(run_dir, exist_ok=True)
 
-    def path(m, b, s):
+    def name(m, b, s):
         cost = "" if turn_cost is None else f"-cost{turn_cost:g}"
-        name = f"{m}-{b}-{compaction}-{tasks}-{guard}{cost}-s{s}-u{updates}.csv"
-        return os.path.join(run_dir, name) if run_dir else None
+        return f"{m}-{b}-{compaction}-{tasks}-{guard}{cost}-s{s}-u{updates}.csv"
 
     settings = {} if turn_cost is None else {"turn_cost": turn_cost}
-    jobs = [
-        (m, b, s, updates, tasks, compaction, guard, settings, path(m, b, s))
-        for m in modes
-        for b in budgets
-        for s in seeds
-    ]
-    return run_all(_run_compaction, jobs, workers)
+    cells = [(m, b, s) for m in modes for b in budgets for s in seeds]
+    jobs = [(m, b, s, updates, tasks, compaction, guard, settings) for m, b, s in cells]
+    store = RunStore(run_dir) if run_dir else None
+    names = [name(*c) for c in cells] if run_dir else None
+    return run_all(_run_compaction, jobs, workers, store=store, names=names)
 
 
 def compaction_verdicts(
@@ -268,7 +259,7 @@ def compaction_verdicts(
                     [(1, arms[0]), (-1, arms[1]), (-1, arms[2]), (1, arms[3])],
                 )
             )
-    return pd.DataFrame([verdict_row(name, metric, arms) for name, arms in rows])
+    return verdict_table([verdict_row(name, metric, arms) for name, arms in rows])
 
 
 def sub_advantage_snr(

@@ -82,7 +82,8 @@ import torch
 
 from rltutor.build import warm_start
 from rltutor.config import LM_ALGOS, LM_SCALES, lm_settings, make_config
-from rltutor.experiments.stats import run_all, store_records, verdict_row
+from rltutor.experiments.runs import RunStore, run_all, store_records
+from rltutor.experiments.stats import paired_row, verdict_table
 from rltutor.models.lm_policy import CRITICS, LMPolicy, critic_cost
 from rltutor.rollout.tokens import LMCollector
 from rltutor.train import Trainer
@@ -281,26 +282,20 @@ def _run_arms(name: str, scale, seed: int, steps: int | None, **options) -> pd.D
     return pd.concat(frames, ignore_index=True)
 
 
-def _run_file(run_dir: str, name: str, scale: str, arm: Arm, seed: int, steps: int) -> str:
+def _run_name(name: str, scale: str, arm: Arm, seed: int, steps: int) -> str:
+    """The file name of one stored run (in the run store's folder)."""
     slug = re.sub(r"[^A-Za-z0-9.=]+", "_", arm.label).strip("_")
     tags = "".join(f"-{k}{v}" for k, v in arm.tags.items())
-    return os.path.join(run_dir, f"{name}-{scale}-{slug}{tags}-s{seed}-u{steps}.csv")
+    return f"{name}-{scale}-{slug}{tags}-s{seed}-u{steps}.csv"
 
 
 def _run_job(job: tuple) -> pd.DataFrame:
-    """One run of a pool: read back if its file exists, else train and store it (whole or not at all)."""
-    name, scale, arm, seed, steps, path = job
-    if path and os.path.exists(path):
-        return pd.read_csv(path)
+    """One run of a pool: train it and keep the stored columns (the run store reads a stored one back)."""
+    name, scale, arm, seed, steps = job
     torch.set_num_threads(1)  # one core per worker: the pool, not torch, uses the machine
     df = run_lm(arm.config(scale, seed), steps, arm.label).assign(**arm.tags)
     keys = ["algo", *arm.tags, "seed", "update"]
-    df = df[keys + list(COLUMNS[name])]
-    if path:
-        df.to_csv(path + ".part", index=False, float_format="%.5g")
-        os.replace(path + ".part", path)
-        df = pd.read_csv(path)  # what is stored is what is returned, rounded alike
-    return df
+    return df[keys + list(COLUMNS[name])]
 
 
 def seed_runs(
@@ -318,15 +313,12 @@ def seed_runs(
     sc = resolve_scale(scale)
     arms, default_steps = experiment_arms(name, sc, **options)
     steps = steps or default_steps
-    if run_dir:
-        os.makedirs(run_dir, exist_ok=True)
-    jobs = [
-        (name, sc, arm, s, steps, _run_file(run_dir, name, sc, arm, s, steps) if run_dir else None)
-        for s in seeds
-        for arm in arms
-    ]
+    jobs = [(name, sc, arm, s, steps) for s in seeds for arm in arms]
+    store = RunStore(run_dir) if run_dir else None
+    names = [_run_name(*job) for job in jobs] if run_dir else None
     workers = workers or 1
-    return run_all(_run_job, jobs, workers, chunksize=_chunk(arms, len(seeds), workers))
+    chunk = _chunk(arms, len(seeds), workers)
+    return run_all(_run_job, jobs, workers, chunk, store=store, names=names)
 
 
 def _chunk(arms: list[Arm], n_seeds: int, workers: int) -> int:
@@ -358,20 +350,6 @@ def _arm(per_run: pd.Series, *key) -> pd.Series:
     return per_run.loc[key if len(key) > 1 else key[0]]
 
 
-def _paired(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> dict:
-    """A verdict row for a contrast of arms that share their seeds: the contrast per seed (every arm of a seed
-    starts from the same warm start), then a t interval over the seeds; ``seeds`` counts each arm's runs."""
-    common = sorted(set.intersection(*(set(x.dropna().index) for _, x in arms)))
-    per_seed = sum(w * x.loc[common] for w, x in arms)
-    row = verdict_row(name, metric, [(1.0, per_seed)])
-    row["seeds"] = "/".join(str(x.notna().sum()) for _, x in arms)
-    return row
-
-
-def _table(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["contrast", "metric", "estimate", "ci_low", "ci_high", "seeds", "verdict"])
-
-
 def short_task_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     """Chapter 06's pre-stated tests (module docstring) from stored :func:`short_task` runs."""
     end = _window(df, "reward", False, last)
@@ -379,10 +357,10 @@ def short_task_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     spu = df.groupby(["algo", "seed"])["time_s"].max() / n  # wall-clock seconds per update
     rows = []
     for ppo in ("PPO (value head)", "PPO (separate critic)"):
-        rows.append(_paired(f"{ppo} - GRPO", f"reward, last {last}", [(1, _arm(end, ppo)), (-1, _arm(end, "GRPO"))]))
+        rows.append(paired_row(f"{ppo} - GRPO", f"reward, last {last}", [(1, _arm(end, ppo)), (-1, _arm(end, "GRPO"))]))
     for ppo in ("PPO (value head)", "PPO (separate critic)"):
-        rows.append(_paired(f"{ppo} - GRPO", "s per update", [(1, _arm(spu, ppo)), (-1, _arm(spu, "GRPO"))]))
-    return _table(rows)
+        rows.append(paired_row(f"{ppo} - GRPO", "s per update", [(1, _arm(spu, ppo)), (-1, _arm(spu, "GRPO"))]))
+    return verdict_table(rows)
 
 
 def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
@@ -392,7 +370,7 @@ def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     rows = []
     for L in Ls:
         rows.append(
-            _paired(
+            paired_row(
                 f"PPO - GRPO at L = {L}", f"reward, last {last}", [(1, _arm(end, L, "PPO")), (-1, _arm(end, L, "GRPO"))]
             )
         )
@@ -404,8 +382,8 @@ def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
             (-1, _arm(end, lo, "PPO")),
             (1, _arm(end, lo, "GRPO")),
         ]
-        rows.append(_paired(f"(PPO - GRPO) at L = {hi} minus at L = {lo}", f"reward, last {last}", arms))
-    return _table(rows)
+        rows.append(paired_row(f"(PPO - GRPO) at L = {hi} minus at L = {lo}", f"reward, last {last}", arms))
+    return verdict_table(rows)
 
 
 def length_bias_verdicts(df: pd.DataFrame, last: int = 20, first: int = 10) -> pd.DataFrame:
@@ -415,20 +393,20 @@ def length_bias_verdicts(df: pd.DataFrame, last: int = 20, first: int = 10) -> p
     rew = _window(df, "reward", False, last)
     m = f"wrong-answer length, last {last}"
     rows = [
-        _paired("GRPO - Dr.GRPO", m, [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_end, "Dr.GRPO"))]),
-        _paired(
+        paired_row("GRPO - Dr.GRPO", m, [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_end, "Dr.GRPO"))]),
+        paired_row(
             f"GRPO: last {last} - first {first}",
             "wrong-answer length",
             [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_start, "GRPO"))],
         ),
-        _paired(
+        paired_row(
             f"Dr.GRPO: last {last} - first {first}",
             "wrong-answer length",
             [(1, _arm(wl_end, "Dr.GRPO")), (-1, _arm(wl_start, "Dr.GRPO"))],
         ),
-        _paired("Dr.GRPO - GRPO", f"reward, last {last}", [(1, _arm(rew, "Dr.GRPO")), (-1, _arm(rew, "GRPO"))]),
+        paired_row("Dr.GRPO - GRPO", f"reward, last {last}", [(1, _arm(rew, "Dr.GRPO")), (-1, _arm(rew, "GRPO"))]),
     ]
-    return _table(rows)
+    return verdict_table(rows)
 
 
 def clip_higher_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, low="eps_high=0.2", high="eps_high=0.28"):
@@ -436,13 +414,13 @@ def clip_higher_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, low="
     ent_end, ent_start = _window(df, "entropy", False, last), _window(df, "entropy", True, first)
     rew = _window(df, "reward", False, last)
     rows = [
-        _paired(f"{high} - {low}", f"entropy, last {last}", [(1, _arm(ent_end, high)), (-1, _arm(ent_end, low))]),
-        _paired(
+        paired_row(f"{high} - {low}", f"entropy, last {last}", [(1, _arm(ent_end, high)), (-1, _arm(ent_end, low))]),
+        paired_row(
             f"{low}: first {first} - last {last}", "entropy", [(1, _arm(ent_start, low)), (-1, _arm(ent_end, low))]
         ),
-        _paired(f"{high} - {low}", f"reward, last {last}", [(1, _arm(rew, high)), (-1, _arm(rew, low))]),
+        paired_row(f"{high} - {low}", f"reward, last {last}", [(1, _arm(rew, high)), (-1, _arm(rew, low))]),
     ]
-    return _table(rows)
+    return verdict_table(rows)
 
 
 def family_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, reference: str = "grpo") -> pd.DataFrame:
@@ -451,14 +429,15 @@ def family_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, reference:
     algos = list(dict.fromkeys(df["algo"]))
     m = f"reward, last {last}"
     rows = [
-        _paired(f"{a}: last {last} - first {first}", "reward", [(1, _arm(end, a)), (-1, _arm(start, a))]) for a in algos
+        paired_row(f"{a}: last {last} - first {first}", "reward", [(1, _arm(end, a)), (-1, _arm(start, a))])
+        for a in algos
     ]
     rows += [
-        _paired(f"{a} - {reference}", m, [(1, _arm(end, a)), (-1, _arm(end, reference))])
+        paired_row(f"{a} - {reference}", m, [(1, _arm(end, a)), (-1, _arm(end, reference))])
         for a in algos
         if a != reference
     ]
-    return _table(rows)
+    return verdict_table(rows)
 
 
 VERDICTS = {

@@ -1,4 +1,4 @@
-"""The statistics the labs' pre-stated tests share: a Welch contrast over seeds and its verdict.
+"""The labs' one verdict system: a contrast over seeds and its verdict, for every lab's pre-stated tests.
 
 A lab stores one number per run (a metric averaged over the run's last updates); an *arm* is the runs of
 one setting over seeds, and a contrast is a weighted sum of arm means, ``sum_i w_i mean(x_i)`` (``1, -1``:
@@ -6,26 +6,46 @@ a difference; ``1, -1, -1, 1``: an interaction). :func:`contrast` gives its esti
 of its 95% confidence interval (Welch-Satterthwaite degrees of freedom: the arms may differ in spread
 and size); :func:`verdict` reads the interval: *confirmed* above 0, *refuted* below 0, *not visible*
 where it holds 0, and then its half-width is about the smallest effect the runs could have seen.
+:func:`verdict_row` is one row of a verdict table (:data:`TABLE_COLUMNS`), :func:`paired_row` the same for
+arms that share their seeds (the contrast taken per seed first), :func:`verdict_table` the table.
 
-Used by :mod:`rltutor.experiments.agents` (chapter 11) and :mod:`rltutor.experiments.lm` (chapters 06-10),
-which also share :func:`run_all` (independent runs over a process pool) and :func:`store_records` (a lab's
-records as CSV with, beside them, the command that made them).
+The sweep of chapter 05 (:func:`rltutor.experiments.sweep.verdicts`) checks the paper's findings with
+Welch's t statistic instead (:func:`welch_t`): a finding that one arm is ahead is reproduced where
+``t > T_RULE``, one that two arms are tied where ``|t| < T_RULE`` (:func:`ahead`, :func:`tied`).
+
+Used by :mod:`rltutor.experiments.sweep` (chapter 05), :mod:`rltutor.experiments.lm` (chapters 06-10) and
+:mod:`rltutor.experiments.agents` (chapter 11); their runs go through :mod:`rltutor.experiments.runs`.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import shlex
-from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 import pandas as pd
 
 from rltutor.utils import t_quantile
 
-__all__ = ["contrast", "verdict", "verdict_row", "describe", "run_all", "store_records"]
+__all__ = [
+    "VERDICTS",
+    "TABLE_COLUMNS",
+    "T_RULE",
+    "contrast",
+    "verdict",
+    "verdict_row",
+    "paired_row",
+    "verdict_table",
+    "describe",
+    "welch_t",
+    "ahead",
+    "tied",
+]
 
 VERDICTS = ("confirmed", "refuted", "not visible")
+TABLE_COLUMNS = ("contrast", "metric", "estimate", "ci_low", "ci_high", "seeds", "verdict")
+"""The columns of a verdict table (:func:`verdict_row`, :func:`verdict_table`)."""
+T_RULE = 2.0
+"""The sweep's rule (:func:`ahead`, :func:`tied`): a Welch t beyond 2 counts, one within 2 is a tie."""
 
 
 def contrast(arms: list[tuple[float, pd.Series]]) -> tuple[float, float]:
@@ -69,6 +89,22 @@ def verdict_row(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> 
     }
 
 
+def paired_row(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> dict:
+    """A verdict row for a contrast of arms that share their seeds (each ``x_i`` indexed by seed): the
+    contrast per seed (every arm of a seed starts from the same warm start), then a t interval over the
+    seeds both arms have; ``seeds`` counts each arm's runs."""
+    common = sorted(set.intersection(*(set(x.dropna().index) for _, x in arms)))
+    per_seed = sum(w * x.loc[common] for w, x in arms)
+    row = verdict_row(name, metric, [(1.0, per_seed)])
+    row["seeds"] = "/".join(str(x.notna().sum()) for _, x in arms)
+    return row
+
+
+def verdict_table(rows: list[dict]) -> pd.DataFrame:
+    """Verdict rows as a table with the columns :data:`TABLE_COLUMNS` (also when there are none)."""
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
 def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
     """Each row of a verdict table as a sentence: the contrast, its estimate and interval, and the verdict;
     where the interval holds 0, the smallest effect the runs could have detected (its half-width)."""
@@ -85,24 +121,17 @@ def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
     return out
 
 
-def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> str:
-    """Write ``df`` to ``out`` (CSV, 5 significant digits) and ``python -m MODULE ARGV`` to ``out``'s ``.cmd``
-    beside it, so that a stored result names the command that reproduces it. Returns the command."""
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    df.to_csv(out, index=False, float_format="%.5g")
-    cmd = f"python -m {module} " + " ".join(shlex.quote(a) for a in argv)
-    with open(os.path.splitext(out)[0] + ".cmd", "w") as f:
-        f.write(cmd + "\n")
-    return cmd
+def welch_t(a: np.ndarray, b: np.ndarray) -> float:
+    """Welch's t statistic of mean(a) - mean(b) (``inf`` or 0 where both arms have no spread)."""
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    return (a.mean() - b.mean()) / se if se > 0 else (math.inf if a.mean() > b.mean() else 0.0)
 
 
-def run_all(run, jobs: list, workers: int | None, chunksize: int = 1) -> pd.DataFrame:
-    """``run(job)`` for every job, ``workers`` processes at a time (default: the CPU count; 1: in this
-    process), in order, a worker taking ``chunksize`` consecutive jobs at once; the frames concatenated."""
-    workers = workers or os.cpu_count() or 1
-    if workers == 1:
-        frames = [run(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            frames = list(pool.map(run, jobs, chunksize=chunksize))
-    return pd.concat(frames, ignore_index=True)
+def ahead(t: float) -> bool:
+    """The sweep's rule for "ahead", "better", "best": Welch's ``t > T_RULE``."""
+    return bool(t > T_RULE)
+
+
+def tied(t: float) -> bool:
+    """The sweep's rule for "tied": ``|t| < T_RULE``."""
+    return bool(abs(t) < T_RULE)
