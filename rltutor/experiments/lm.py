@@ -16,57 +16,64 @@ returns pandas DataFrames (plain records); plotting never re-runs training.
 5. :func:`family` -- GRPO, Dr.GRPO, DAPO, GSPO, GMPO, CISPO, RLOO, REINFORCE++ and PPO side by side.
 
 Each function runs one seed in this process (a notebook's quick rerun). :func:`seed_runs` runs every
-(arm, seed) of an experiment over a process pool, one thread per worker, and stores each run in its own
-file as it ends, so an interrupted batch resumes and a stored run is read back, not rerun; the command
-line writes the stored records of chapters 06-10 (``rltutor/data/lm/NAME.csv``, the columns of
-:data:`COLUMNS`, one row per update) and ``NAME.cmd`` beside them::
+(arm, seed) of an experiment over a process pool, one thread per worker, through the labs' run store
+(:mod:`rltutor.experiments.runs`): each run is stored in its own file as it ends, so an interrupted batch
+resumes and a stored run is read back, not rerun; the command line writes the stored records of chapters
+06-10 (``rltutor/data/lm/NAME.csv``, the columns of :data:`COLUMNS`, one row per update) and ``NAME.cmd``
+beside them::
 
     python -m rltutor.experiments.lm short_task --scale quick --updates 100 --seeds 0 1 2 3 4 5 \
         --out rltutor/data/lm/short_task.csv
 
-Pre-stated tests (written and committed before the stored runs; the ``*_verdicts`` functions compute them
-from the stored CSV). The scale that decides them (a 2-core CPU): the quick model (n_embd 64, 8 prompts x 8
-completions per update) with more updates than the quick rerun, 100 per run (60 for the family), and 6
-seeds per arm (5 for the family's 9 arms). Every arm of a seed starts from the same warm start, so a
-contrast is taken per seed (paired) and a 95% t interval over the seeds
-(:func:`rltutor.experiments.stats.verdict`): above 0, *confirmed*; below 0, *refuted*; holding 0, *not
+Pre-stated tests, each committed before its runs (date and commit); the ``*_verdicts`` functions compute
+them from the stored CSV through :mod:`rltutor.experiments.stats`. The scale that decides them (a 2-core
+CPU): the quick model (n_embd 64, 8 prompts x 8 completions per update) with more updates than the quick
+rerun, 100 per run (60 for the family), and 6 seeds per arm (5 for the family's 9 arms). Every arm of a seed
+starts from the same warm start, so a contrast is taken per seed (paired) and a 95% t interval over the seeds
+(:func:`rltutor.experiments.stats.paired_row`): above 0, *confirmed*; below 0, *refuted*; holding 0, *not
 visible at this scale*, and then the half-width is the smallest effect the runs could have detected (one
 of about 1.4 half-widths would be detected four times in five). Per run, a metric's *end* is its mean over
 the last 20 updates, its *start* its mean over the first 5 (10 for the length of wrong answers, which a
 few updates may lack). The intervals are per contrast, not corrected for the number of contrasts: among
 the family's 17, about one false call is expected by chance.
 
-* 06 (:func:`short_task_verdicts`; addition, operands up to 19). (a) PPO (value head) - GRPO, end reward:
-  confirmed, the critic wins on a short task; refuted, GRPO does; the design notes expect a tie (not
-  visible). (b) The same for PPO with a separate critic. (c) What the critic costs: wall-clock seconds
-  per update (the whole run's), PPO (separate critic) - GRPO and PPO (value head) - GRPO: confirmed, the
-  critic costs time; its parameters and training state are counted exactly, not tested.
-* 07 (:func:`horizon_verdicts`; the sequence task at L = 4 and L = 16). PPO - GRPO, end reward, at each L;
-  the chapter's claim, "PPO pulls ahead as completions grow", is the interaction (PPO - GRPO at 16) -
-  (PPO - GRPO at 4): confirmed above 0, refuted below 0. L = 32 and 64 and 300 updates are the full scale
-  (a GPU). Follow-up, stated after the L = 16 runs (every contrast not visible) and before its own: the
-  same tests with L = 32 in place of 16 (``--lengths 4 32``, the L = 4 runs read back from their files,
-  stored as ``horizon_long``), the longest completions a CPU affords: PPO - GRPO at L = 32, and
-  (PPO - GRPO at 32) - (PPO - GRPO at 4). Replication, stated after the follow-up confirmed both and before its
-  own runs: the follow-up's tests on six fresh seeds, 6-11 (stored as ``horizon_long_rep``), because a
-  test chosen after seeing a first result needs new data to count as much as a pre-stated one.
-* 08 (:func:`length_bias_verdicts`; addition with 16 completion tokens of room, a short warm start, lr
-  1e-3). (a) GRPO - Dr.GRPO, end length of wrong answers (tokens): confirmed, GRPO's wrong answers are
-  longer (Dr.GRPO removes a length bias GRPO has); refuted, Dr.GRPO's are. (b) GRPO's wrong-answer length,
-  end - start: confirmed, they grow during training. (c) The same for Dr.GRPO. (d) Dr.GRPO - GRPO, end
-  reward: what removing the bias gains (confirmed) or costs (refuted). More seeds, stated after the six
-  seeds' runs (every test not visible: a few runs' wrong answers ran away to the 16-token budget and
-  decided the means, so the spread asked for more seeds) and before their own: twelve more seeds, 12-23
-  (stored as ``length_bias_more``; seeds 6-11 are left out because chapter 07 used them for a replication,
-  which does not matter here but keeps the seed ranges of the two follow-ups apart), and the same four
-  tests on all 18 seeds.
-* 09 (:func:`clip_higher_verdicts`; GRPO with token-mean, 4 epochs per batch, lr 1e-4). (a) eps_high
-  0.28 - 0.2, end entropy of the sampler (nats per token): confirmed, clip-higher holds the entropy up.
-  (b) Under eps_high = 0.2, entropy start - end: confirmed, the entropy does fall (there is a collapse to
-  hold off). (c) eps_high 0.28 - 0.2, end reward: refuted, clip-higher costs reward; confirmed, it gains.
-* 10 (:func:`family_verdicts`; every preset of :data:`rltutor.config.LM_ALGOS` on addition). (a) Per
-  preset, reward end - start: confirmed, it learns from its warm start; refuted, it gets worse. (b) Per
-  preset other than GRPO, its end reward - GRPO's: how they compare (confirmed: above GRPO).
+* 2026-12-01 (f9fb059), chapters 06-10, before any stored run:
+
+  - 06 (:func:`short_task_verdicts`; addition, operands up to 19). (a) PPO (value head) - GRPO, end reward:
+    confirmed, the critic wins on a short task; refuted, GRPO does; the design notes expect a tie (not
+    visible). (b) The same for PPO with a separate critic. (c) What the critic costs: wall-clock seconds
+    per update (the whole run's), PPO (separate critic) - GRPO and PPO (value head) - GRPO: confirmed, the
+    critic costs time; its parameters and training state are counted exactly, not tested.
+  - 07 (:func:`horizon_verdicts`; the sequence task at L = 4 and L = 16). PPO - GRPO, end reward, at each
+    L; the chapter's claim, "PPO pulls ahead as completions grow", is the interaction (PPO - GRPO at 16) -
+    (PPO - GRPO at 4): confirmed above 0, refuted below 0. L = 32 and 64 and 300 updates are the full scale
+    (a GPU).
+  - 08 (:func:`length_bias_verdicts`; addition with 16 completion tokens of room, a short warm start, lr
+    1e-3). (a) GRPO - Dr.GRPO, end length of wrong answers (tokens): confirmed, GRPO's wrong answers are
+    longer (Dr.GRPO removes a length bias GRPO has); refuted, Dr.GRPO's are. (b) GRPO's wrong-answer
+    length, end - start: confirmed, they grow during training. (c) The same for Dr.GRPO. (d) Dr.GRPO -
+    GRPO, end reward: what removing the bias gains (confirmed) or costs (refuted).
+  - 09 (:func:`clip_higher_verdicts`; GRPO with token-mean, 4 epochs per batch, lr 1e-4). (a) eps_high
+    0.28 - 0.2, end entropy of the sampler (nats per token): confirmed, clip-higher holds the entropy up.
+    (b) Under eps_high = 0.2, entropy start - end: confirmed, the entropy does fall (there is a collapse
+    to hold off). (c) eps_high 0.28 - 0.2, end reward: refuted, clip-higher costs reward; confirmed, it
+    gains.
+  - 10 (:func:`family_verdicts`; every preset of :data:`rltutor.config.LM_ALGOS` on addition). (a) Per
+    preset, reward end - start: confirmed, it learns from its warm start; refuted, it gets worse. (b) Per
+    preset other than GRPO, its end reward - GRPO's: how they compare (confirmed: above GRPO).
+
+* 2026-12-01 (1cb2e07), 07 follow-up, stated after the L = 16 runs (every contrast not visible) and before
+  its own: the same tests with L = 32 in place of 16 (``--lengths 4 32``, the L = 4 runs read back from
+  their files, stored as ``horizon_long``), the longest completions a CPU affords: PPO - GRPO at L = 32, and
+  (PPO - GRPO at 32) - (PPO - GRPO at 4).
+* 2026-12-01 (b15f6fd), 07 replication, stated after the follow-up confirmed both and before its own runs:
+  the follow-up's tests on six fresh seeds, 6-11 (stored as ``horizon_long_rep``), because a test chosen
+  after seeing a first result needs new data to count as much as a pre-stated one.
+* 2026-12-01 (51f536c), 08 more seeds, stated after the six seeds' runs (every test not visible: a few runs'
+  wrong answers ran away to the 16-token budget and decided the means, so the spread asked for more seeds)
+  and before their own: twelve more seeds, 12-23 (stored as ``length_bias_more``; seeds 6-11 are left out
+  because chapter 07 used them for a replication, which does not matter here but keeps the seed ranges of
+  the two follow-ups apart), and the same four tests on all 18 seeds.
 """
 
 from __future__ import annotations
