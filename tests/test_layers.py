@@ -1,7 +1,7 @@
 """The package's layers: every import points down, including imports inside functions.
 
     utils  <-  advantages, losses (the math)  <-  models, envs (siblings)  <-  config  <-  rollout, guard
-           <-  build  <-  train  <-  experiments (labs)  <-  views, cli
+           <-  build  <-  train  <-  experiments (labs)  <-  views  <-  cli
 
 An environment imports no model, collector or trainer; nothing in the library imports a lab or a view;
 a lab never plots. A reader who adds a module puts it in the layer its imports allow.
@@ -28,8 +28,8 @@ LAYER = {  # module (or package) -> rank; a module may import only from a lower 
     "rltutor.train": 6,
     "rltutor.experiments": 7,
     "rltutor.views": 8,
-    "rltutor.cli": 8,
-    "rltutor.__main__": 9,
+    "rltutor.cli": 9,
+    "rltutor.__main__": 10,
 }
 SIBLINGS_APART = {
     ("rltutor.models", "rltutor.envs"),
