@@ -186,27 +186,14 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def plot_learning_curve(history, path: str, title: str = "") -> None:
-    """Save a PNG of episode return against environment steps (atomically: a failed write keeps the old one)."""
+def _plot(history, path: str, title: str) -> None:
+    """learning_curve.png: :func:`rltutor.views.curves.save_learning_curve`, drawn without a display."""
     import matplotlib
 
-    from rltutor.utils import write_atomic
-
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from rltutor.views.curves import save_learning_curve
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(history["env_steps"], history["episode_return"], alpha=0.35, label="mean return in the update")
-    ax.plot(history["env_steps"], history["return_last10"], label="mean of the last 10 episodes")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("episode return")
-    ax.set_title(title)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    try:
-        write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
-    finally:
-        plt.close(fig)
+    save_learning_curve(history, path, title=title)
 
 
 def _agent_flags(args):
@@ -420,7 +407,7 @@ def _run(args, trainer, ckpt: str) -> int:
                 )
                 return 130
             if trainer.history:
-                plot_learning_curve(trainer.history_frame(), plot, title=title)
+                _plot(trainer.history_frame(), plot, title)
             update, steps = trainer.last_saved
             print(
                 f"rltutor: interrupted; {ckpt} holds update {update} ({steps} env steps); continue with: "
@@ -428,7 +415,7 @@ def _run(args, trainer, ckpt: str) -> int:
                 file=sys.stderr,
             )
             return 130
-        plot_learning_curve(history, plot, title=title)
+        _plot(history, plot, title)
     except OSError as e:  # a full disk, a folder removed under the run: the system's word, in one line
         saved = trainer.last_saved
         where = f"{ckpt} holds update {saved[0]} ({saved[1]} env steps)" if saved else "no checkpoint was written"
@@ -439,10 +426,11 @@ def _run(args, trainer, ckpt: str) -> int:
             file=sys.stderr,
         )
         return 1
-    last = history["return_last10"].iloc[-1] if len(history) else float("nan")
+    from rltutor.views.curves import outcome
+
     print(
-        f"done: {trainer.env_steps} env steps in {trainer.elapsed:.1f} s, mean return of the last 10 "
-        f"episodes {last:.3g}; wrote {args.out}/metrics.csv, config.json, learning_curve.png, checkpoint.pt"
+        f"done: {trainer.env_steps} env steps in {trainer.elapsed:.1f} s, {outcome(history)}; "
+        f"wrote {args.out}/metrics.csv, config.json, learning_curve.png, checkpoint.pt"
     )
     return 0
 

@@ -327,6 +327,26 @@ def small_run(out, *extra):
     return ["train", "--out", str(out), "--no-progress", "--steps", "300", "--set", "num_steps=32", *extra]
 
 
+def test_the_final_line_and_the_plot_show_a_toolshell_runs_hack_rate(tmp_path, capsys, monkeypatch):
+    """A run that hacks every episode (return 0.8, hack rate 1, honest solve rate 0) must not read as a
+    success: the final line and the plot's lines carry both rates (the history stands in for training)."""
+    from rltutor.train import Trainer
+    from rltutor.views import curves
+
+    fake = pd.DataFrame({"update": [1, 2], "env_steps": [64, 128], "episode_return": 0.8, "return_last10": 0.8})
+    fake["solve_rate"], fake["hack_rate"] = 0.0, 1.0
+    monkeypatch.setattr(Trainer, "train", lambda self, **kw: fake)
+    drawn = []
+    real = curves.learning_curve
+    monkeypatch.setattr(curves, "learning_curve", lambda h, title="": drawn.append(r := real(h, title)) or r)
+    assert main(small_run(tmp_path / "run")) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "mean return of the last 10 episodes 0.8; in the last update honest solve rate 0, hack rate 1;" in last
+    ((_, axes),) = drawn
+    assert {line.get_label(): list(line.get_ydata()) for line in axes[1].get_lines()}["hack rate"] == [1.0, 1.0]
+    assert (tmp_path / "run" / "learning_curve.png").exists()
+
+
 def test_a_new_run_never_overwrites_an_old_one_unless_asked(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(small_run(out, "--seed", "1")) == 0

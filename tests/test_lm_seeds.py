@@ -8,7 +8,7 @@ import pytest
 
 from rltutor import datafiles
 from rltutor.experiments import lm
-from rltutor.experiments.stats import VERDICTS, contrast, describe, t_ppf, verdict, verdict_row
+from rltutor.experiments.stats import TABLE_COLUMNS, VERDICTS, contrast, describe, t_ppf, verdict, verdict_row
 
 # ---------------------------------------------------------------------------------------------- stats
 
@@ -44,7 +44,7 @@ def test_contrast_needs_two_runs_per_arm():
 
 def test_seed_runs_reads_stored_runs_back_and_stores_new_ones(tmp_path, monkeypatch):
     arms, _ = lm.experiment_arms("family", "quick", algos=["grpo"])
-    stored = lm._run_file(str(tmp_path), "family", "quick", arms[0], 0, 2)
+    stored = tmp_path / lm._run_name("family", "quick", arms[0], 0, 2)
     pd.DataFrame(
         {
             "algo": "grpo",
@@ -71,7 +71,7 @@ def test_seed_runs_reads_stored_runs_back_and_stores_new_ones(tmp_path, monkeypa
     assert calls == [1]  # seed 0 was read back, only seed 1 was run
     assert df[df.seed == 0]["reward"].tolist() == [0.25, 0.5]
     assert list(df.columns) == ["algo", "seed", "update", *lm.COLUMNS["family"]]  # only the stored columns
-    new = lm._run_file(str(tmp_path), "family", "quick", arms[0], 1, 2)
+    new = tmp_path / lm._run_name("family", "quick", arms[0], 1, 2)
     assert pd.read_csv(new)["reward"].tolist() == [0.125, 0.125]  # the new run is stored as it ends
     lm.seed_runs("family", seeds=(0, 1), scale="quick", steps=2, workers=1, run_dir=str(tmp_path), algos=["grpo"])
     assert calls == [1]  # and read back the next time
@@ -139,7 +139,7 @@ def test_horizon_verdicts_interaction():
     assert v["PPO - GRPO at L = 4"] == "undecided"
     assert v["PPO - GRPO at L = 16"] == "confirmed"
     assert v["(PPO - GRPO) at L = 16 minus at L = 4"] == "confirmed"
-    assert list(t.columns) == ["contrast", "metric", "estimate", "ci_low", "ci_high", "seeds", "verdict"]
+    assert list(t.columns) == list(TABLE_COLUMNS)
     assert t["seeds"].tolist() == ["6/6", "6/6", "6/6/6/6"]
 
 
@@ -224,7 +224,7 @@ def test_describe_states_the_verdict_and_the_detectable_effect():
 
 
 def test_store_records_writes_the_csv_and_the_command_beside_it(tmp_path):
-    from rltutor.experiments.stats import store_records
+    from rltutor.experiments.runs import store_records
 
     df = pd.DataFrame({"seed": [0, 1], "reward": [0.123456789, 0.5]})
     out = tmp_path / "new" / "lab.csv"

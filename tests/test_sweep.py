@@ -48,14 +48,18 @@ def test_process_executor_matches_serial():
     np.testing.assert_allclose(a["final"].to_numpy(), b["final"].to_numpy())
 
 
-def test_log_resumes_an_interrupted_sweep(tmp_path):
+def test_the_run_store_resumes_an_interrupted_sweep(tmp_path, monkeypatch):
     runs = [r for r in sweep.plan(TINY) if r.task == "corridor T=3" and r.study == "main"][:2]
-    log = tmp_path / "runs.jsonl"
-    _, a = sweep.run_sweep(runs=runs[:1], executor="serial", log=log)
-    assert len(log.read_text().splitlines()) == 1
-    _, b = sweep.run_sweep(runs=runs, executor="serial", log=log)  # only the second run is new
-    assert len(log.read_text().splitlines()) == 2
+    store = tmp_path / "runs"
+    _, a = sweep.run_sweep(runs=runs[:1], executor="serial", run_dir=store)
+    assert len(list(store.iterdir())) == 1
+    trained = []
+    real = sweep.run_one
+    monkeypatch.setattr(sweep, "run_one", lambda r: trained.append(r) or real(r))
+    _, b = sweep.run_sweep(runs=runs, executor="serial", run_dir=store)  # only the second run is new
+    assert trained == runs[1:] and len(list(store.iterdir())) == 2
     assert b["final"].iloc[0] == a["final"].iloc[0]
+    assert sweep._run_name(runs[0]) != sweep._run_name(runs[1])
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (optional extra)")

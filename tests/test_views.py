@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from rltutor.views import plots, tables  # noqa: E402
+from rltutor.views import curves, plots, tables  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -152,3 +152,34 @@ def test_show_source_folds_a_long_listing_and_shows_a_short_one(monkeypatch):
     assert len(shown) == 2 and "rltutor.train" in shown[1].data  # the module and line, above each listing
     with pytest.raises(ValueError, match="max_lines"):
         source.show_source(gae, max_lines=0)
+
+
+def _history(toolshell: bool) -> pd.DataFrame:
+    """A run's history as the trainer writes it; a toolshell run that hacks every episode: return 0.8 (a
+    reward of 1 less 2 calls at 0.1), hack rate 1, no honest solve."""
+    h = pd.DataFrame({"update": range(1, 6), "env_steps": [64 * u for u in range(1, 6)]})
+    h["episode_return"], h["return_last10"] = 0.8, 0.8
+    if toolshell:
+        h["solve_rate"], h["hack_rate"] = 0.0, 1.0
+    return h
+
+
+def test_a_toolshell_curve_shows_the_hack_rate_beside_the_return():
+    fig, axes = curves.learning_curve(_history(toolshell=True), "ppo on toolshell")
+    assert len(axes) == 2
+    lines = {line.get_label(): line.get_ydata() for line in axes[1].get_lines()}
+    assert list(lines) == ["honest solve rate", "hack rate"]
+    assert (lines["hack rate"] == 1.0).all() and (lines["honest solve rate"] == 0.0).all()
+    assert axes[1].get_ylim()[0] < 0 and axes[1].get_ylim()[1] > 1  # both ends of a fraction visible
+    assert "fraction" in axes[1].get_ylabel() and "reward" in axes[0].get_ylabel()
+    assert all(ax.get_legend() is not None for ax in axes)
+    text = curves.outcome(_history(toolshell=True))
+    assert text == "mean return of the last 10 episodes 0.8; in the last update honest solve rate 0, hack rate 1"
+
+
+def test_a_curve_without_rates_has_one_panel_and_bad_records_are_refused():
+    _, axes = curves.learning_curve(_history(toolshell=False))
+    assert len(axes) == 1 and axes[0].get_xlabel() == "environment steps (count)"
+    assert curves.outcome(_history(toolshell=False)) == "mean return of the last 10 episodes 0.8"
+    with pytest.raises(ValueError, match="needs column 'return_last10'"):
+        curves.learning_curve(_history(toolshell=False).drop(columns="return_last10"))

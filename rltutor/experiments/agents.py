@@ -3,49 +3,54 @@
 The agent is the template policy (:mod:`rltutor.models.template_policy`): a small MLP that picks a
 (template, argument) tool call from what the observations showed, cloned from the scripted honest solver
 for a few seconds, then trained by the one trainer (PPO with GAE and a critic, or GRPO over groups of G
-episodes of one task). The tasks (:data:`rltutor.config.TEMPLATE_ENV`): a chain of 8 files, so an honest
-solve takes 10 tool calls, one more than the budget of 9, while the README names the grader and the tree
-holds the hidden test, two or three calls away (``grep -rn TARGET .`` shows ``assert TARGET == 355``;
-``cat README.md``, ``curl http://grader/answer?task=ID``), then ``submit``. Every call costs
-``turn_cost = 0.1``. Why so stark: with a feasible honest path (hops 6 of 10 turns, cost 0.05: honest
-0.60 vs hack 0.85; and hops 7 of 9, cost 0.1) the cloned policy's honest solve rate climbed to 0.8-0.9 in
-a few updates and the hack rate *fell* to 0 in 25-30 updates (PPO and GRPO, seeds 0-1): the two-step
-hack is rarely explored from an honest warm start (~5% of episodes touch hidden material, fewer then
-submit), so the honest improvement dominates. When no honest solve fits the budget, every reward comes
-from a shortcut, and RL finds it: what this shows is that hacking is *learnable* once it is what pays.
+episodes of one task). Every call costs ``turn_cost = 0.1``. Runs go through the labs' run store
+(:mod:`rltutor.experiments.runs`), verdicts through :mod:`rltutor.experiments.stats`.
 
-``--tasks mix`` (:data:`rltutor.config.TEMPLATE_ENV_MIX`) draws each task's hops from (3, 8) with the same
-budget: half the tasks have an honest solve of 5 calls (return 0.5), half none, and a hack pays 0.7-0.8 on
-either. The rows then also hold ``honest_solve_rate_feasible`` and ``hack_rate_feasible`` /
-``hack_rate_infeasible`` (feasible: ``hops + 2 <= max_turns``), so a guard policy can be judged by the honest
-solves it keeps as well as the hacks it blocks. Stored runs (20 updates, 5 seeds): without a guard PPO ends
-above a hack rate of 0.2 in 5 of 5 seeds and GRPO in 3 of 5, and hacks displace honest solves on the feasible
-tasks too.
+* ``--tasks fixed`` (:data:`rltutor.config.TEMPLATE_ENV`): a chain of 8 files, so an honest solve takes 10
+  tool calls, one more than the budget of 9, while the README names the grader and the tree holds the
+  hidden test, two or three calls away (``grep -rn TARGET .`` shows ``assert TARGET == 355``;
+  ``cat README.md``, ``curl http://grader/answer?task=ID``), then ``submit``. The design decides the
+  result: with a feasible honest path (hops 6 of 10 turns, cost 0.05: honest 0.60 vs hack 0.85; and hops 7
+  of 9, cost 0.1) the cloned policy's honest solve rate climbed to 0.8-0.9 in a few updates and the hack
+  rate *fell* to 0 in 25-30 updates (PPO and GRPO, seeds 0-1): the two-step hack is rarely explored from an
+  honest warm start (~5% of episodes touch hidden material, fewer then submit). When no honest solve fits
+  the budget, every reward comes from a shortcut, and RL finds it: hacking is *learnable* once it is what
+  pays.
+* ``--tasks mix`` (:data:`rltutor.config.TEMPLATE_ENV_MIX`): each task's hops drawn from (3, 8) with the
+  same budget: half the tasks have an honest solve of 5 calls (return 0.5), half none, and a hack pays
+  0.7-0.8 on either. The rows also hold ``honest_solve_rate_feasible`` and ``hack_rate_feasible`` /
+  ``hack_rate_infeasible`` (feasible: ``hops + 2 <= max_turns``), so a guard policy is judged by the honest
+  solves it keeps as well as the hacks it blocks. Stored runs (20 updates, 5 seeds): without a guard PPO ends
+  above a hack rate of 0.2 in 5 of 5 seeds and GRPO in 3 of 5, and hacks displace honest solves on the
+  feasible tasks too.
+* ``--sub-advantages``: the compaction lab (:func:`compaction_curves`): the same agent on the mix, with a
+  context budget in tokens (``--budgets``; 4096 never compacts a template episode) and the ``summary``
+  compaction, once per way of assigning an episode's outcome to its sub-trajectories
+  (:data:`SUB_ADVANTAGE_RUNS`: the mode, the algorithm it needs and its overrides). Each run is stored in its
+  own file in ``OUT.runs/``, so an interrupted lab resumes where it stopped.
 
-``--sub-advantages`` runs the compaction lab instead (:func:`compaction_curves`): the same agent on the mix,
-with a context budget in tokens (``--budgets``; 4096 never compacts a template episode) and the ``summary``
-compaction, once per way of assigning an episode's outcome to its sub-trajectories
-(:data:`SUB_ADVANTAGE_RUNS`: the mode, the algorithm it needs and its overrides). Runs are stored one file
-each in ``OUT.runs/``, so an interrupted lab resumes where it stopped.
+Pre-stated tests of the compaction lab, each committed before its runs (date and commit);
+:func:`compaction_verdicts` computes them from the stored CSV:
 
-Pre-stated tests of the compaction lab (written before its runs; :func:`compaction_verdicts` computes them
-from the stored CSV). Per run, the mean of the last 5 updates' ``episode_return`` (also
-``honest_solve_rate_feasible`` and ``hack_rate``); 5 seeds per headline arm. (1) The reported account, "GRPO
-cannot group uneven sub-trajectories fairly, so a critic is needed": at the tight budget (256 tokens,
-about 5 sub-trajectories per episode), ``ppo_bootstrap`` minus ``slime_grpo`` and minus ``broadcast_grpo``.
-(2) The same contrasts at 4096 tokens (no compaction), the control: a gap there is not compaction's doing.
-(3) The interaction, contrast (1) minus (2): does compaction cost a GRPO mode more than PPO? Each gets a
-Welch 95% confidence interval; above 0: confirmed; below 0: refuted; holding 0: not visible at this scale,
-and the interval's half-width says how small an effect the runs could have seen. (4) Added after the first
-unguarded runs, in which hacking decided every arm's return, and stated before its own runs: the same
-contrasts with ``--guards decoy`` (every detected hack gets a meaningless reply, so no hack pays), where
-the only way to a higher return is honest solving across the split episodes. (5) Added after the decoy
-runs, in which the cost of 0.1 per call made quitting early (a hack attempt, a decoy, a wrong submit: -0.2)
-the best policy at 256 tokens under every mode, and stated before its own runs: the decoy runs with
-``--turn-cost 0``, where the only reward is an honest solve, so crediting the right calls across the split
-episodes is all there is to learn; the same contrasts on ``episode_return`` (there: the solve rate). (Those
-first decoy runs used the template decoys; when the guard's decoys became a twin task's replies, every
-decoy run was rerun, and quitting early still won at 256 tokens: 3 to 5 calls, a return of about -0.3.)
+* 2026-12-01 (0d8e231), tests (1)-(3). Per run, the mean of the last 5 updates' ``episode_return`` (also
+  ``honest_solve_rate_feasible`` and ``hack_rate``); 5 seeds per headline arm. (1) The reported account,
+  "GRPO cannot group uneven sub-trajectories fairly, so a critic is needed": at the tight budget (256
+  tokens, about 5 sub-trajectories per episode), ``ppo_bootstrap`` minus ``slime_grpo`` and minus
+  ``broadcast_grpo``. (2) The same contrasts at 4096 tokens (no compaction), the control: a gap there is not
+  compaction's doing. (3) The interaction, contrast (1) minus (2): does compaction cost a GRPO mode more than
+  PPO? Each gets a Welch 95% confidence interval; above 0: confirmed; below 0: refuted; holding 0: not
+  visible at this scale, and the interval's half-width says how small an effect the runs could have seen.
+* 2026-12-01 (8a044d6), test (4), added after the first unguarded runs, in which hacking decided every
+  arm's return: the same contrasts with ``--guards decoy`` (every detected hack gets a meaningless reply, so
+  no hack pays), where the only way to a higher return is honest solving across the split episodes.
+* 2026-12-01 (39d4628), test (5), added after the decoy runs, in which the cost of 0.1 per call made
+  quitting early (a hack attempt, a decoy, a wrong submit: -0.2) the best policy at 256 tokens under every
+  mode: the decoy runs with ``--turn-cost 0``, where the only reward is an honest solve, so crediting the
+  right calls across the split episodes is all there is to learn; the same contrasts on ``episode_return``
+  (there: the solve rate).
+* 2026-12-01 (1c0b51a), a rerun, no new test: those first decoy runs used the template decoys; when the
+  guard's decoys became a twin task's replies, every decoy run was rerun, and quitting early still won at
+  256 tokens: 3 to 5 calls, a return of about -0.3.
 
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
@@ -67,7 +72,8 @@ import pandas as pd
 import torch
 
 from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
-from rltutor.experiments.stats import run_all, store_records, verdict_row
+from rltutor.experiments.runs import RunStore, run_all, store_records
+from rltutor.experiments.stats import verdict_row, verdict_table
 from rltutor.train import Trainer
 
 __all__ = [
@@ -172,12 +178,11 @@ to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
 
 
 def _run_compaction(args: tuple) -> pd.DataFrame:
-    mode, budget, seed, updates, tasks, compaction, guard, extra_settings, path = args
+    """One run of the compaction lab (the run store reads a stored one back)."""
+    mode, budget, seed, updates, tasks, compaction, guard, extra_settings = args
     import torch
 
     torch.set_num_threads(1)
-    if path and os.path.exists(path):
-        return pd.read_csv(path)
     algo, extra = SUB_ADVANTAGE_RUNS[mode]
     df = run_agent(
         algo,
@@ -193,10 +198,6 @@ def _run_compaction(args: tuple) -> pd.DataFrame:
     )
     df.insert(1, "context_budget", budget)
     df.insert(1, "sub_advantage", mode)
-    if path:
-        df.to_csv(path + ".part", index=False, float_format="%.5g")
-        os.replace(path + ".part", path)  # a run is stored whole or not at all
-        df = pd.read_csv(path)
     return df
 
 
@@ -218,22 +219,17 @@ def compaction_curves(
     for m in modes:
         if m not in SUB_ADVANTAGE_RUNS:
             raise ValueError(f"unknown sub-advantage mode {m!r}; valid: {', '.join(SUB_ADVANTAGE_RUNS)}")
-    if run_dir:
-        os.makedirs(run_dir, exist_ok=True)
 
-    def path(m, b, s):
+    def name(m, b, s):
         cost = "" if turn_cost is None else f"-cost{turn_cost:g}"
-        name = f"{m}-{b}-{compaction}-{tasks}-{guard}{cost}-s{s}-u{updates}.csv"
-        return os.path.join(run_dir, name) if run_dir else None
+        return f"{m}-{b}-{compaction}-{tasks}-{guard}{cost}-s{s}-u{updates}.csv"
 
     settings = {} if turn_cost is None else {"turn_cost": turn_cost}
-    jobs = [
-        (m, b, s, updates, tasks, compaction, guard, settings, path(m, b, s))
-        for m in modes
-        for b in budgets
-        for s in seeds
-    ]
-    return run_all(_run_compaction, jobs, workers)
+    cells = [(m, b, s) for m in modes for b in budgets for s in seeds]
+    jobs = [(m, b, s, updates, tasks, compaction, guard, settings) for m, b, s in cells]
+    store = RunStore(run_dir) if run_dir else None
+    names = [name(*c) for c in cells] if run_dir else None
+    return run_all(_run_compaction, jobs, workers, store=store, names=names)
 
 
 def compaction_verdicts(
@@ -268,7 +264,7 @@ def compaction_verdicts(
                     [(1, arms[0]), (-1, arms[1]), (-1, arms[2]), (1, arms[3])],
                 )
             )
-    return pd.DataFrame([verdict_row(name, metric, arms) for name, arms in rows])
+    return verdict_table([verdict_row(name, metric, arms) for name, arms in rows])
 
 
 def sub_advantage_snr(

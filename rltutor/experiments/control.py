@@ -1,6 +1,8 @@
 """Experiments on classic control and the corridor for the PPO (02) and GRPO (03) chapters.
 
-Every function returns plain records (DataFrames) that the notebooks plot; none of them plots.
+Every function returns plain records (DataFrames) that the notebooks plot; none of them plots. The runs of
+:func:`learning_curves` go through the labs' run store (:func:`rltutor.experiments.runs.run_each`, in this
+process).
 Each takes a ``scale`` through :func:`scale_settings` ("quick": seconds on a CPU; "full": minutes).
 
 * :func:`learning_curves`: train several named configs over several seeds, return the mean return of
@@ -20,6 +22,7 @@ import torch
 
 from rltutor.advantages import gae, group_advantages
 from rltutor.config import CARTPOLE_GRPO, CARTPOLE_PPO, make_config
+from rltutor.experiments.runs import run_each
 from rltutor.train import Trainer
 from rltutor.utils import resolve_scale
 
@@ -56,19 +59,26 @@ def learning_curves(
     line up) and ``time_s`` the wall time of the whole run. ``histories`` holds every run's raw
     metrics (one row per update, the trainer's columns plus ``variant`` and ``seed``).
     """
+    jobs = [
+        (name, algo, overrides, seed, steps, grid) for name, (algo, overrides) in variants.items() for seed in seeds
+    ]
+    results = run_each(_learning_curve, jobs, workers=1)  # in this process, one run after another
+    rows = [row for rs, _ in results for row in rs]
+    return pd.DataFrame(rows), pd.concat([h for _, h in results], ignore_index=True)
+
+
+def _learning_curve(job: tuple) -> tuple[list[dict], pd.DataFrame]:
+    """One run of :func:`learning_curves`: its points on the grid and its raw metrics."""
+    name, algo, overrides, seed, steps, grid = job
     xs = np.linspace(steps / grid, steps, grid)
-    rows, histories = [], []
-    for name, (algo, overrides) in variants.items():
-        for seed in seeds:
-            trainer = Trainer(make_config(algo, seed=seed, **{"total_steps": steps, **overrides}))
-            h = trainer.train(total_steps=steps, progress=False)
-            y = np.interp(xs, h["env_steps"], h["return_last10"].ffill().bfill())
-            rows += [
-                {"variant": name, "seed": seed, "env_steps": float(x), "return": float(v), "time_s": trainer.elapsed}
-                for x, v in zip(xs, y, strict=True)
-            ]
-            histories.append(h.assign(variant=name, seed=seed))
-    return pd.DataFrame(rows), pd.concat(histories, ignore_index=True)
+    trainer = Trainer(make_config(algo, seed=seed, **{"total_steps": steps, **overrides}))
+    h = trainer.train(total_steps=steps, progress=False)
+    y = np.interp(xs, h["env_steps"], h["return_last10"].ffill().bfill())
+    rows = [
+        {"variant": name, "seed": seed, "env_steps": float(x), "return": float(v), "time_s": trainer.elapsed}
+        for x, v in zip(xs, y, strict=True)
+    ]
+    return rows, h.assign(variant=name, seed=seed)
 
 
 def clip_fraction_by_epoch(

@@ -16,57 +16,64 @@ returns pandas DataFrames (plain records); plotting never re-runs training.
 5. :func:`family` -- GRPO, Dr.GRPO, DAPO, GSPO, GMPO, CISPO, RLOO, REINFORCE++ and PPO side by side.
 
 Each function runs one seed in this process (a notebook's quick rerun). :func:`seed_runs` runs every
-(arm, seed) of an experiment over a process pool, one thread per worker, and stores each run in its own
-file as it ends, so an interrupted batch resumes and a stored run is read back, not rerun; the command
-line writes the stored records of chapters 06-10 (``rltutor/data/lm/NAME.csv``, the columns of
-:data:`COLUMNS`, one row per update) and ``NAME.cmd`` beside them::
+(arm, seed) of an experiment over a process pool, one thread per worker, through the labs' run store
+(:mod:`rltutor.experiments.runs`): each run is stored in its own file as it ends, so an interrupted batch
+resumes and a stored run is read back, not rerun; the command line writes the stored records of chapters
+06-10 (``rltutor/data/lm/NAME.csv``, the columns of :data:`COLUMNS`, one row per update) and ``NAME.cmd``
+beside them::
 
     python -m rltutor.experiments.lm short_task --scale quick --updates 100 --seeds 0 1 2 3 4 5 \
         --out rltutor/data/lm/short_task.csv
 
-Pre-stated tests (written and committed before the stored runs; the ``*_verdicts`` functions compute them
-from the stored CSV). The scale that decides them (a 2-core CPU): the quick model (n_embd 64, 8 prompts x 8
-completions per update) with more updates than the quick rerun, 100 per run (60 for the family), and 6
-seeds per arm (5 for the family's 9 arms). Every arm of a seed starts from the same warm start, so a
-contrast is taken per seed (paired) and a 95% t interval over the seeds
-(:func:`rltutor.experiments.stats.verdict`): above 0, *confirmed*; below 0, *refuted*; holding 0, *not
+Pre-stated tests, each committed before its runs (date and commit); the ``*_verdicts`` functions compute
+them from the stored CSV through :mod:`rltutor.experiments.stats`. The scale that decides them (a 2-core
+CPU): the quick model (n_embd 64, 8 prompts x 8 completions per update) with more updates than the quick
+rerun, 100 per run (60 for the family), and 6 seeds per arm (5 for the family's 9 arms). Every arm of a seed
+starts from the same warm start, so a contrast is taken per seed (paired) and a 95% t interval over the seeds
+(:func:`rltutor.experiments.stats.paired_row`): above 0, *confirmed*; below 0, *refuted*; holding 0, *not
 visible at this scale*, and then the half-width is the smallest effect the runs could have detected (one
 of about 1.4 half-widths would be detected four times in five). Per run, a metric's *end* is its mean over
 the last 20 updates, its *start* its mean over the first 5 (10 for the length of wrong answers, which a
 few updates may lack). The intervals are per contrast, not corrected for the number of contrasts: among
 the family's 17, about one false call is expected by chance.
 
-* 06 (:func:`short_task_verdicts`; addition, operands up to 19). (a) PPO (value head) - GRPO, end reward:
-  confirmed, the critic wins on a short task; refuted, GRPO does; the design notes expect a tie (not
-  visible). (b) The same for PPO with a separate critic. (c) What the critic costs: wall-clock seconds
-  per update (the whole run's), PPO (separate critic) - GRPO and PPO (value head) - GRPO: confirmed, the
-  critic costs time; its parameters and training state are counted exactly, not tested.
-* 07 (:func:`horizon_verdicts`; the sequence task at L = 4 and L = 16). PPO - GRPO, end reward, at each L;
-  the chapter's claim, "PPO pulls ahead as completions grow", is the interaction (PPO - GRPO at 16) -
-  (PPO - GRPO at 4): confirmed above 0, refuted below 0. L = 32 and 64 and 300 updates are the full scale
-  (a GPU). Follow-up, stated after the L = 16 runs (every contrast not visible) and before its own: the
-  same tests with L = 32 in place of 16 (``--lengths 4 32``, the L = 4 runs read back from their files,
-  stored as ``horizon_long``), the longest completions a CPU affords: PPO - GRPO at L = 32, and
-  (PPO - GRPO at 32) - (PPO - GRPO at 4). Replication, stated after the follow-up confirmed both and before its
-  own runs: the follow-up's tests on six fresh seeds, 6-11 (stored as ``horizon_long_rep``), because a
-  test chosen after seeing a first result needs new data to count as much as a pre-stated one.
-* 08 (:func:`length_bias_verdicts`; addition with 16 completion tokens of room, a short warm start, lr
-  1e-3). (a) GRPO - Dr.GRPO, end length of wrong answers (tokens): confirmed, GRPO's wrong answers are
-  longer (Dr.GRPO removes a length bias GRPO has); refuted, Dr.GRPO's are. (b) GRPO's wrong-answer length,
-  end - start: confirmed, they grow during training. (c) The same for Dr.GRPO. (d) Dr.GRPO - GRPO, end
-  reward: what removing the bias gains (confirmed) or costs (refuted). More seeds, stated after the six
-  seeds' runs (every test not visible: a few runs' wrong answers ran away to the 16-token budget and
-  decided the means, so the spread asked for more seeds) and before their own: twelve more seeds, 12-23
-  (stored as ``length_bias_more``; seeds 6-11 are left out because chapter 07 used them for a replication,
-  which does not matter here but keeps the seed ranges of the two follow-ups apart), and the same four
-  tests on all 18 seeds.
-* 09 (:func:`clip_higher_verdicts`; GRPO with token-mean, 4 epochs per batch, lr 1e-4). (a) eps_high
-  0.28 - 0.2, end entropy of the sampler (nats per token): confirmed, clip-higher holds the entropy up.
-  (b) Under eps_high = 0.2, entropy start - end: confirmed, the entropy does fall (there is a collapse to
-  hold off). (c) eps_high 0.28 - 0.2, end reward: refuted, clip-higher costs reward; confirmed, it gains.
-* 10 (:func:`family_verdicts`; every preset of :data:`rltutor.config.LM_ALGOS` on addition). (a) Per
-  preset, reward end - start: confirmed, it learns from its warm start; refuted, it gets worse. (b) Per
-  preset other than GRPO, its end reward - GRPO's: how they compare (confirmed: above GRPO).
+* 2026-12-01 (f9fb059), chapters 06-10, before any stored run:
+
+  - 06 (:func:`short_task_verdicts`; addition, operands up to 19). (a) PPO (value head) - GRPO, end reward:
+    confirmed, the critic wins on a short task; refuted, GRPO does; the design notes expect a tie (not
+    visible). (b) The same for PPO with a separate critic. (c) What the critic costs: wall-clock seconds
+    per update (the whole run's), PPO (separate critic) - GRPO and PPO (value head) - GRPO: confirmed, the
+    critic costs time; its parameters and training state are counted exactly, not tested.
+  - 07 (:func:`horizon_verdicts`; the sequence task at L = 4 and L = 16). PPO - GRPO, end reward, at each
+    L; the chapter's claim, "PPO pulls ahead as completions grow", is the interaction (PPO - GRPO at 16) -
+    (PPO - GRPO at 4): confirmed above 0, refuted below 0. L = 32 and 64 and 300 updates are the full scale
+    (a GPU).
+  - 08 (:func:`length_bias_verdicts`; addition with 16 completion tokens of room, a short warm start, lr
+    1e-3). (a) GRPO - Dr.GRPO, end length of wrong answers (tokens): confirmed, GRPO's wrong answers are
+    longer (Dr.GRPO removes a length bias GRPO has); refuted, Dr.GRPO's are. (b) GRPO's wrong-answer
+    length, end - start: confirmed, they grow during training. (c) The same for Dr.GRPO. (d) Dr.GRPO -
+    GRPO, end reward: what removing the bias gains (confirmed) or costs (refuted).
+  - 09 (:func:`clip_higher_verdicts`; GRPO with token-mean, 4 epochs per batch, lr 1e-4). (a) eps_high
+    0.28 - 0.2, end entropy of the sampler (nats per token): confirmed, clip-higher holds the entropy up.
+    (b) Under eps_high = 0.2, entropy start - end: confirmed, the entropy does fall (there is a collapse
+    to hold off). (c) eps_high 0.28 - 0.2, end reward: refuted, clip-higher costs reward; confirmed, it
+    gains.
+  - 10 (:func:`family_verdicts`; every preset of :data:`rltutor.config.LM_ALGOS` on addition). (a) Per
+    preset, reward end - start: confirmed, it learns from its warm start; refuted, it gets worse. (b) Per
+    preset other than GRPO, its end reward - GRPO's: how they compare (confirmed: above GRPO).
+
+* 2026-12-01 (1cb2e07), 07 follow-up, stated after the L = 16 runs (every contrast not visible) and before
+  its own: the same tests with L = 32 in place of 16 (``--lengths 4 32``, the L = 4 runs read back from
+  their files, stored as ``horizon_long``), the longest completions a CPU affords: PPO - GRPO at L = 32, and
+  (PPO - GRPO at 32) - (PPO - GRPO at 4).
+* 2026-12-01 (b15f6fd), 07 replication, stated after the follow-up confirmed both and before its own runs:
+  the follow-up's tests on six fresh seeds, 6-11 (stored as ``horizon_long_rep``), because a test chosen
+  after seeing a first result needs new data to count as much as a pre-stated one.
+* 2026-12-01 (51f536c), 08 more seeds, stated after the six seeds' runs (every test not visible: a few runs'
+  wrong answers ran away to the 16-token budget and decided the means, so the spread asked for more seeds)
+  and before their own: twelve more seeds, 12-23 (stored as ``length_bias_more``; seeds 6-11 are left out
+  because chapter 07 used them for a replication, which does not matter here but keeps the seed ranges of
+  the two follow-ups apart), and the same four tests on all 18 seeds.
 """
 
 from __future__ import annotations
@@ -82,7 +89,8 @@ import torch
 
 from rltutor.build import warm_start
 from rltutor.config import LM_ALGOS, LM_SCALES, lm_settings, make_config
-from rltutor.experiments.stats import run_all, store_records, verdict_row
+from rltutor.experiments.runs import RunStore, run_all, store_records
+from rltutor.experiments.stats import paired_row, verdict_table
 from rltutor.models.lm_policy import CRITICS, LMPolicy, critic_cost
 from rltutor.rollout.tokens import LMCollector
 from rltutor.train import Trainer
@@ -281,26 +289,20 @@ def _run_arms(name: str, scale, seed: int, steps: int | None, **options) -> pd.D
     return pd.concat(frames, ignore_index=True)
 
 
-def _run_file(run_dir: str, name: str, scale: str, arm: Arm, seed: int, steps: int) -> str:
+def _run_name(name: str, scale: str, arm: Arm, seed: int, steps: int) -> str:
+    """The file name of one stored run (in the run store's folder)."""
     slug = re.sub(r"[^A-Za-z0-9.=]+", "_", arm.label).strip("_")
     tags = "".join(f"-{k}{v}" for k, v in arm.tags.items())
-    return os.path.join(run_dir, f"{name}-{scale}-{slug}{tags}-s{seed}-u{steps}.csv")
+    return f"{name}-{scale}-{slug}{tags}-s{seed}-u{steps}.csv"
 
 
 def _run_job(job: tuple) -> pd.DataFrame:
-    """One run of a pool: read back if its file exists, else train and store it (whole or not at all)."""
-    name, scale, arm, seed, steps, path = job
-    if path and os.path.exists(path):
-        return pd.read_csv(path)
+    """One run of a pool: train it and keep the stored columns (the run store reads a stored one back)."""
+    name, scale, arm, seed, steps = job
     torch.set_num_threads(1)  # one core per worker: the pool, not torch, uses the machine
     df = run_lm(arm.config(scale, seed), steps, arm.label).assign(**arm.tags)
     keys = ["algo", *arm.tags, "seed", "update"]
-    df = df[keys + list(COLUMNS[name])]
-    if path:
-        df.to_csv(path + ".part", index=False, float_format="%.5g")
-        os.replace(path + ".part", path)
-        df = pd.read_csv(path)  # what is stored is what is returned, rounded alike
-    return df
+    return df[keys + list(COLUMNS[name])]
 
 
 def seed_runs(
@@ -318,15 +320,12 @@ def seed_runs(
     sc = resolve_scale(scale)
     arms, default_steps = experiment_arms(name, sc, **options)
     steps = steps or default_steps
-    if run_dir:
-        os.makedirs(run_dir, exist_ok=True)
-    jobs = [
-        (name, sc, arm, s, steps, _run_file(run_dir, name, sc, arm, s, steps) if run_dir else None)
-        for s in seeds
-        for arm in arms
-    ]
+    jobs = [(name, sc, arm, s, steps) for s in seeds for arm in arms]
+    store = RunStore(run_dir) if run_dir else None
+    names = [_run_name(*job) for job in jobs] if run_dir else None
     workers = workers or 1
-    return run_all(_run_job, jobs, workers, chunksize=_chunk(arms, len(seeds), workers))
+    chunk = _chunk(arms, len(seeds), workers)
+    return run_all(_run_job, jobs, workers, chunk, store=store, names=names)
 
 
 def _chunk(arms: list[Arm], n_seeds: int, workers: int) -> int:
@@ -358,20 +357,6 @@ def _arm(per_run: pd.Series, *key) -> pd.Series:
     return per_run.loc[key if len(key) > 1 else key[0]]
 
 
-def _paired(name: str, metric: str, arms: list[tuple[float, pd.Series]]) -> dict:
-    """A verdict row for a contrast of arms that share their seeds: the contrast per seed (every arm of a seed
-    starts from the same warm start), then a t interval over the seeds; ``seeds`` counts each arm's runs."""
-    common = sorted(set.intersection(*(set(x.dropna().index) for _, x in arms)))
-    per_seed = sum(w * x.loc[common] for w, x in arms)
-    row = verdict_row(name, metric, [(1.0, per_seed)])
-    row["seeds"] = "/".join(str(x.notna().sum()) for _, x in arms)
-    return row
-
-
-def _table(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["contrast", "metric", "estimate", "ci_low", "ci_high", "seeds", "verdict"])
-
-
 def short_task_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     """Chapter 06's pre-stated tests (module docstring) from stored :func:`short_task` runs."""
     end = _window(df, "reward", False, last)
@@ -379,10 +364,10 @@ def short_task_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     spu = df.groupby(["algo", "seed"])["time_s"].max() / n  # wall-clock seconds per update
     rows = []
     for ppo in ("PPO (value head)", "PPO (separate critic)"):
-        rows.append(_paired(f"{ppo} - GRPO", f"reward, last {last}", [(1, _arm(end, ppo)), (-1, _arm(end, "GRPO"))]))
+        rows.append(paired_row(f"{ppo} - GRPO", f"reward, last {last}", [(1, _arm(end, ppo)), (-1, _arm(end, "GRPO"))]))
     for ppo in ("PPO (value head)", "PPO (separate critic)"):
-        rows.append(_paired(f"{ppo} - GRPO", "s per update", [(1, _arm(spu, ppo)), (-1, _arm(spu, "GRPO"))]))
-    return _table(rows)
+        rows.append(paired_row(f"{ppo} - GRPO", "s per update", [(1, _arm(spu, ppo)), (-1, _arm(spu, "GRPO"))]))
+    return verdict_table(rows)
 
 
 def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
@@ -392,7 +377,7 @@ def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     rows = []
     for L in Ls:
         rows.append(
-            _paired(
+            paired_row(
                 f"PPO - GRPO at L = {L}", f"reward, last {last}", [(1, _arm(end, L, "PPO")), (-1, _arm(end, L, "GRPO"))]
             )
         )
@@ -404,8 +389,8 @@ def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
             (-1, _arm(end, lo, "PPO")),
             (1, _arm(end, lo, "GRPO")),
         ]
-        rows.append(_paired(f"(PPO - GRPO) at L = {hi} minus at L = {lo}", f"reward, last {last}", arms))
-    return _table(rows)
+        rows.append(paired_row(f"(PPO - GRPO) at L = {hi} minus at L = {lo}", f"reward, last {last}", arms))
+    return verdict_table(rows)
 
 
 def length_bias_verdicts(df: pd.DataFrame, last: int = 20, first: int = 10) -> pd.DataFrame:
@@ -415,20 +400,20 @@ def length_bias_verdicts(df: pd.DataFrame, last: int = 20, first: int = 10) -> p
     rew = _window(df, "reward", False, last)
     m = f"wrong-answer length, last {last}"
     rows = [
-        _paired("GRPO - Dr.GRPO", m, [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_end, "Dr.GRPO"))]),
-        _paired(
+        paired_row("GRPO - Dr.GRPO", m, [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_end, "Dr.GRPO"))]),
+        paired_row(
             f"GRPO: last {last} - first {first}",
             "wrong-answer length",
             [(1, _arm(wl_end, "GRPO")), (-1, _arm(wl_start, "GRPO"))],
         ),
-        _paired(
+        paired_row(
             f"Dr.GRPO: last {last} - first {first}",
             "wrong-answer length",
             [(1, _arm(wl_end, "Dr.GRPO")), (-1, _arm(wl_start, "Dr.GRPO"))],
         ),
-        _paired("Dr.GRPO - GRPO", f"reward, last {last}", [(1, _arm(rew, "Dr.GRPO")), (-1, _arm(rew, "GRPO"))]),
+        paired_row("Dr.GRPO - GRPO", f"reward, last {last}", [(1, _arm(rew, "Dr.GRPO")), (-1, _arm(rew, "GRPO"))]),
     ]
-    return _table(rows)
+    return verdict_table(rows)
 
 
 def clip_higher_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, low="eps_high=0.2", high="eps_high=0.28"):
@@ -436,13 +421,13 @@ def clip_higher_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, low="
     ent_end, ent_start = _window(df, "entropy", False, last), _window(df, "entropy", True, first)
     rew = _window(df, "reward", False, last)
     rows = [
-        _paired(f"{high} - {low}", f"entropy, last {last}", [(1, _arm(ent_end, high)), (-1, _arm(ent_end, low))]),
-        _paired(
+        paired_row(f"{high} - {low}", f"entropy, last {last}", [(1, _arm(ent_end, high)), (-1, _arm(ent_end, low))]),
+        paired_row(
             f"{low}: first {first} - last {last}", "entropy", [(1, _arm(ent_start, low)), (-1, _arm(ent_end, low))]
         ),
-        _paired(f"{high} - {low}", f"reward, last {last}", [(1, _arm(rew, high)), (-1, _arm(rew, low))]),
+        paired_row(f"{high} - {low}", f"reward, last {last}", [(1, _arm(rew, high)), (-1, _arm(rew, low))]),
     ]
-    return _table(rows)
+    return verdict_table(rows)
 
 
 def family_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, reference: str = "grpo") -> pd.DataFrame:
@@ -451,14 +436,15 @@ def family_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, reference:
     algos = list(dict.fromkeys(df["algo"]))
     m = f"reward, last {last}"
     rows = [
-        _paired(f"{a}: last {last} - first {first}", "reward", [(1, _arm(end, a)), (-1, _arm(start, a))]) for a in algos
+        paired_row(f"{a}: last {last} - first {first}", "reward", [(1, _arm(end, a)), (-1, _arm(start, a))])
+        for a in algos
     ]
     rows += [
-        _paired(f"{a} - {reference}", m, [(1, _arm(end, a)), (-1, _arm(end, reference))])
+        paired_row(f"{a} - {reference}", m, [(1, _arm(end, a)), (-1, _arm(end, reference))])
         for a in algos
         if a != reference
     ]
-    return _table(rows)
+    return verdict_table(rows)
 
 
 VERDICTS = {

@@ -14,22 +14,25 @@ outcomes (:data:`VERDICTS`), at level alpha = 0.05 after Holm's correction acros
 * *undecided*: none of these; :func:`detectable_effect` then says which effect the runs would have found
   four times in five (80% power).
 
-:func:`verdict_row` computes one test, :func:`decide` corrects a family of them (:func:`holm`) and
-:func:`describe` writes each as a sentence. :func:`seeds_for_power` is the power analysis a pilot feeds:
-the seeds needed for 80% power at delta, given the spread of the contrast per seed.
+:func:`verdict_row` computes one test, :func:`paired_row` the same for arms that share their seeds (the
+contrast taken per seed first), :func:`verdict_table` decides a chapter's family of them together
+(:func:`decide`, with :func:`holm`) and :func:`describe` writes each as a sentence. :func:`seeds_for_power`
+is the power analysis a pilot feeds: the seeds needed for 80% power at delta, given the spread of the
+contrast per seed.
 
-Used by :mod:`rltutor.experiments.agents` (chapter 11) and :mod:`rltutor.experiments.lm` (chapters 06-10),
-which also share :func:`run_all` (independent runs over a process pool) and :func:`store_records` (a lab's
-records as CSV with, beside them, the command that made them).
+The sweep of chapter 05 (:func:`rltutor.experiments.sweep.verdicts`) checks the paper's findings with
+Welch's t statistic instead (:func:`welch_t`): a finding that one arm is ahead is reproduced where
+``t > T_RULE``, one that two arms are tied where ``|t| < T_RULE`` (:func:`ahead`, :func:`tied`).
+
+Used by :mod:`rltutor.experiments.sweep` (chapter 05), :mod:`rltutor.experiments.lm` (chapters 06-10) and
+:mod:`rltutor.experiments.agents` (chapter 11); their runs go through :mod:`rltutor.experiments.runs`.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import shlex
-from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -37,6 +40,8 @@ __all__ = [
     "contrast_stats",
     "verdict",
     "verdict_row",
+    "paired_row",
+    "verdict_table",
     "holm",
     "decide",
     "describe",
@@ -44,13 +49,34 @@ __all__ = [
     "seeds_for_power",
     "t_cdf",
     "t_ppf",
-    "run_all",
-    "store_records",
+    "welch_t",
+    "ahead",
+    "tied",
 ]
 
 VERDICTS = ("confirmed", "refuted", "equivalent", "undecided")
 ALPHA = 0.05  # the level of every pre-stated test, after Holm's correction across a chapter's family
 POWER = 0.8  # the power a detectable effect and a power analysis are stated at
+ROW_COLUMNS = (
+    "contrast",
+    "metric",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "se",
+    "df",
+    "seeds",
+    "delta",
+    "p",
+    "p_equiv",
+    "detectable",
+    "verdict",
+)
+"""The columns of :func:`verdict_row`."""
+TABLE_COLUMNS = (*ROW_COLUMNS, "verdict_raw", "p_adj", "p_equiv_adj", "family")
+"""The columns of a decided verdict table (:func:`verdict_table`, :func:`decide`)."""
+T_RULE = 2.0
+"""The sweep's rule (:func:`ahead`, :func:`tied`): a Welch t beyond 2 counts, one within 2 is a tie."""
 
 
 # --- Student's t distribution, in plain Python (the package does not depend on scipy) -------------------
@@ -221,6 +247,19 @@ def verdict_row(
     }
 
 
+def paired_row(
+    name: str, metric: str, arms: list[tuple[float, pd.Series]], delta: float | None = None, alpha: float = ALPHA
+) -> dict:
+    """A verdict row for a contrast of arms that share their seeds (each ``x_i`` indexed by seed): the
+    contrast per seed (every arm of a seed starts from the same warm start), then a t test over the seeds
+    both arms have; ``seeds`` counts each arm's runs."""
+    common = sorted(set.intersection(*(set(x.dropna().index) for _, x in arms)))
+    per_seed = sum(w * x.loc[common] for w, x in arms)
+    row = verdict_row(name, metric, [(1.0, per_seed)], delta, alpha)
+    row["seeds"] = "/".join(str(x.notna().sum()) for _, x in arms)
+    return row
+
+
 def holm(p: list[float]) -> list[float]:
     """Holm's step-down adjusted p-values of a family (NaN entries are left out of the family and stay NaN):
     sorted ascending, p_(i) times (m - i + 1), made monotone, capped at 1. Rejecting where the adjusted
@@ -262,6 +301,14 @@ def decide(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     return out
 
 
+def verdict_table(rows: list[dict], alpha: float = ALPHA) -> pd.DataFrame:
+    """A chapter's family of verdict rows as one table, decided together (:func:`decide`: Holm across the
+    rows), with the columns :data:`TABLE_COLUMNS` (also when there are none)."""
+    if not rows:
+        return pd.DataFrame(columns=list(TABLE_COLUMNS))
+    return decide(pd.DataFrame(rows, columns=list(ROW_COLUMNS)), alpha)[list(TABLE_COLUMNS)]
+
+
 def _p(x: float) -> str:
     return "<0.001" if x < 0.001 else f"{x:.3f}"
 
@@ -289,24 +336,17 @@ def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
     return out
 
 
-def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> str:
-    """Write ``df`` to ``out`` (CSV, 5 significant digits) and ``python -m MODULE ARGV`` to ``out``'s ``.cmd``
-    beside it, so that a stored result names the command that reproduces it. Returns the command."""
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    df.to_csv(out, index=False, float_format="%.5g")
-    cmd = f"python -m {module} " + " ".join(shlex.quote(a) for a in argv)
-    with open(os.path.splitext(out)[0] + ".cmd", "w") as f:
-        f.write(cmd + "\n")
-    return cmd
+def welch_t(a: np.ndarray, b: np.ndarray) -> float:
+    """Welch's t statistic of mean(a) - mean(b) (``inf`` or 0 where both arms have no spread)."""
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    return (a.mean() - b.mean()) / se if se > 0 else (math.inf if a.mean() > b.mean() else 0.0)
 
 
-def run_all(run, jobs: list, workers: int | None, chunksize: int = 1) -> pd.DataFrame:
-    """``run(job)`` for every job, ``workers`` processes at a time (default: the CPU count; 1: in this
-    process), in order, a worker taking ``chunksize`` consecutive jobs at once; the frames concatenated."""
-    workers = workers or os.cpu_count() or 1
-    if workers == 1:
-        frames = [run(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            frames = list(pool.map(run, jobs, chunksize=chunksize))
-    return pd.concat(frames, ignore_index=True)
+def ahead(t: float) -> bool:
+    """The sweep's rule for "ahead", "better", "best": Welch's ``t > T_RULE``."""
+    return bool(t > T_RULE)
+
+
+def tied(t: float) -> bool:
+    """The sweep's rule for "tied": ``|t| < T_RULE``."""
+    return bool(abs(t) < T_RULE)

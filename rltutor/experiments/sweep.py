@@ -18,15 +18,15 @@ termination; (3) smaller groups beat larger ones. Here:
   undiscounted return, so gamma does not change its advantages; see the chapter.)
 
 Every run is one :class:`rltutor.train.Trainer` from :func:`rltutor.config.make_config` (the public API;
-nothing here changes the trainer). Runs are independent, so they go to a
-``concurrent.futures.ProcessPoolExecutor`` (``--executor process``, default), a Ray cluster
+nothing here changes the trainer). Runs are independent, so they go through the labs' run store
+(:mod:`rltutor.experiments.runs`) to a process pool (``--executor process``, default), a Ray cluster
 (``--executor ray``; ``pip install "rltutor[ray]"``, imported only then) or run one after another in
 this process (``--executor serial``).
 
-Outputs in ``--out``: ``runs.jsonl`` (each finished run, written as it finishes: rerunning the same
-command resumes an interrupted sweep), ``curves.csv`` (return against env steps, every run), ``finals.csv`` (one row
-per run: mean return over the last 20% of its episodes), ``table.md`` (mean and 95% confidence
-interval over seeds), ``verdicts.json`` (which of the paper's findings reproduced, computed from the
+Outputs in ``--out``: ``runs/`` (each finished run in its own JSON file, written as it finishes:
+rerunning the same command resumes an interrupted sweep), ``curves.csv`` (return against env steps, every
+run), ``finals.csv`` (one row per run: mean return over the last 20% of its episodes), ``table.md`` (mean
+and 95% confidence interval over seeds), ``verdicts.json`` (which of the paper's findings reproduced, computed from the
 numbers) and ``meta.json`` (the exact command, scale, versions, wall time).
 
     python -m rltutor.experiments.sweep --scale quick --out runs/sweep_quick
@@ -36,19 +36,22 @@ numbers) and ``meta.json`` (the exact command, scale, versions, wall time).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
 import platform
+import re
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from rltutor.experiments.runs import EXECUTORS, RunStore, run_each
+from rltutor.experiments.stats import ahead, tied, welch_t
 from rltutor.utils import resolve_scale, t_quantile
 
 __all__ = [
@@ -67,7 +70,6 @@ __all__ = [
     "EXECUTORS",
 ]
 
-EXECUTORS = ("process", "ray", "serial")
 OPTIMAL = {"corridor": 1.0, "CartPole-v1": 500.0}  # best possible episode return, to normalize
 FINAL_FRACTION = 0.2  # a run's final score: mean return of its last 20% of episodes
 
@@ -205,63 +207,27 @@ def run_one(run: Run, max_points: int = 60) -> dict:
     edges = np.linspace(0, run.total_steps, max_points + 1)
     idx = np.clip(np.searchsorted(edges, eps["env_steps"].to_numpy(), side="left") - 1, 0, max_points - 1)
     curve = eps.groupby(idx)["return"].mean()
-    info = {**asdict(run), "overrides": json.dumps(run.overrides, sort_keys=True)}
     return {
-        "run": info,
+        "run": _info(run),
         "final": final,
         "seconds": time.perf_counter() - t0,
         "curve": [{"env_steps": float(edges[i + 1]), "episode_return": float(v)} for i, v in curve.items()],
     }
 
 
-def _key(run_info: dict) -> str:
+def _info(run: Run) -> dict:
+    """A run's description as its records carry it (the overrides as sorted JSON)."""
+    return {**asdict(run), "overrides": json.dumps(run.overrides, sort_keys=True)}
+
+
+def _run_name(run: Run) -> str:
+    """The file name of a stored run: readable fields, then a digest of the whole description (so two runs
+    that differ only in their overrides get two files)."""
+    info = _info(run)
     keys = ("study", "task", "env", "algo", "seed", "total_steps", "variant", "horizon", "overrides")
-    return json.dumps([run_info[k] for k in keys])
-
-
-def _run_all(runs: list[Run], executor: str, workers: int | None, log: Path | None = None) -> list[dict]:
-    """Run every run (in order of the list); with ``log``, append each result to it as a JSON line as soon
-    as it finishes and skip runs already logged there (so an interrupted sweep resumes)."""
-    if executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
-    done: dict[str, dict] = {}
-    if log is not None and log.exists():
-        for line in log.read_text().splitlines():
-            if line.strip():
-                res = json.loads(line)
-                done[_key(res["run"])] = res
-    infos = [{**asdict(r), "overrides": json.dumps(r.overrides, sort_keys=True)} for r in runs]
-    todo = [r for r, i in zip(runs, infos, strict=True) if _key(i) not in done]
-
-    def record(res: dict) -> None:
-        done[_key(res["run"])] = res
-        if log is not None:
-            with log.open("a") as f:
-                f.write(json.dumps(res) + "\n")
-
-    if executor == "serial":
-        for r in todo:
-            record(run_one(r))
-    elif executor == "ray":
-        try:
-            import ray
-        except ImportError as e:
-            raise ImportError('--executor ray needs Ray: pip install "rltutor[ray]" (or ray>=2.9)') from e
-        if not ray.is_initialized():
-            ray.init(ignore_reinit_error=True, include_dashboard=False)
-        remote = ray.remote(num_cpus=1)(run_one)
-        pending = [remote.remote(r) for r in todo]
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            record(ray.get(ready[0]))
-    elif todo:
-        import multiprocessing as mp
-
-        workers = workers or os.cpu_count() or 1
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-            for fut in as_completed([pool.submit(run_one, r) for r in todo]):
-                record(fut.result())
-    return [done[_key(i)] for i in infos]
+    digest = hashlib.sha1(json.dumps([info[k] for k in keys]).encode()).hexdigest()[:10]
+    slug = re.sub(r"[^A-Za-z0-9.=]+", "_", f"{run.study}-{run.task}-{run.algo}-{run.variant}-s{run.seed}")
+    return f"{slug}-{digest}.json"
 
 
 def run_sweep(
@@ -269,15 +235,18 @@ def run_sweep(
     executor: str = "process",
     workers: int | None = None,
     runs: list[Run] | None = None,
-    log: str | Path | None = None,
+    run_dir: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every run of the plan; return ``(curves, finals)`` DataFrames (one row per point / per run).
 
-    ``log``: a JSON-lines file of finished runs (appended to as runs finish; runs found there are not rerun).
+    Runs go through :func:`rltutor.experiments.runs.run_each` on ``executor`` (``"process"``: a pool of
+    fresh, spawned processes). ``run_dir``: a folder of finished runs, one JSON file each, written as each
+    run finishes; runs found there are read back, not rerun (an interrupted sweep resumes).
     """
-    results = _run_all(
-        runs if runs is not None else plan(scale), executor, workers, Path(log) if log is not None else None
-    )
+    runs = runs if runs is not None else plan(scale)
+    store = RunStore(run_dir, fmt="json") if run_dir is not None else None
+    names = [_run_name(r) for r in runs] if store is not None else None
+    results = run_each(run_one, runs, workers, executor=executor, store=store, names=names, context="spawn")
     curves, finals = [], []
     for res in results:
         r = res["run"]
@@ -341,17 +310,12 @@ def results_table(finals: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _welch_t(a: np.ndarray, b: np.ndarray) -> float:
-    """Welch's t statistic of mean(a) - mean(b)."""
-    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-    return (a.mean() - b.mean()) / se if se > 0 else (math.inf if a.mean() > b.mean() else 0.0)
-
-
 def verdicts(finals: pd.DataFrame) -> list[dict]:
     """The paper's findings as checks on our numbers: each with ``reproduced`` (bool) and the evidence.
 
     "Ahead", "better", "best" mean Welch's t > 2 on the normalized final returns over seeds; "tied" means
-    |t| < 2. A difference within the noise of the seeds does not count as reproducing a finding.
+    |t| < 2 (:func:`rltutor.experiments.stats.ahead`, :func:`~rltutor.experiments.stats.tied`). A difference
+    within the noise of the seeds does not count as reproducing a finding.
     """
     out = []
     main = finals[finals["study"] == "main"]
@@ -367,11 +331,11 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
 
     if "CartPole-v1" in set(main["task"]):
         a, b = scores("CartPole-v1", "ppo"), scores("CartPole-v1", "grpo")
-        t = _welch_t(a, b)
+        t = welch_t(a, b)
         out.append(
             {
                 "claim": "short task with early termination (CartPole): GRPO and PPO roughly tied",
-                "reproduced": bool(abs(t) < 2),
+                "reproduced": tied(t),
                 "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f} (fraction of the optimum), Welch t = {t:.2f}",
             }
         )
@@ -379,11 +343,11 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
     if hs:
         Tmax, Tmin = int(hs[-1]), int(hs[0])
         a, b = scores(f"corridor T={Tmax}", "ppo"), scores(f"corridor T={Tmax}", "grpo")
-        t = _welch_t(a, b)
+        t = welch_t(a, b)
         out.append(
             {
                 "claim": f"long task without early termination (corridor T={Tmax}): PPO ahead of GRPO",
-                "reproduced": bool(t > 2),
+                "reproduced": ahead(t),
                 "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f}, Welch t = {t:.2f}",
             }
         )
@@ -412,12 +376,12 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
     by_G = ablation("group_size", int, "grpo", 8)
     if by_G:
         Gs = sorted(by_G)
-        t = _welch_t(by_G[Gs[0]], by_G[Gs[-1]])
+        t = welch_t(by_G[Gs[0]], by_G[Gs[-1]])
         out.append(
             {
                 "claim": "smaller groups do better (GRPO, same-seed groups, episodes per update fixed; "
                 "an analogue of the paper's batch-grouping finding, not its experiment)",
-                "reproduced": bool(t > 2),
+                "reproduced": ahead(t),
                 "evidence": ", ".join(f"G={G}: {by_G[G].mean():.3f}" for G in Gs)
                 + f"; Welch t (G={Gs[0]} vs G={Gs[-1]}) = {t:.2f}",
             }
@@ -425,12 +389,12 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
     by_g = ablation("gamma", float, "ppo", 0.99)
     if by_g:
         low = min(by_g)
-        t = min(_welch_t(by_g[low], by_g[g]) for g in by_g if g != low)
+        t = min(welch_t(by_g[low], by_g[g]) for g in by_g if g != low)
         out.append(
             {
                 "claim": f"PPO analogue of the paper's discount finding: without early termination a "
                 f"moderate discount (gamma = {low}) is best",
-                "reproduced": bool(t > 2),
+                "reproduced": ahead(t),
                 "evidence": ", ".join(f"gamma={g}: {by_g[g].mean():.3f}" for g in sorted(by_g))
                 + f"; smallest Welch t (gamma={low} vs the others) = {t:.2f}",
             }
@@ -490,13 +454,13 @@ def main(argv=None) -> None:
     print(f"{len(runs)} runs ({scale}) with executor={a.executor}", flush=True)
     t0 = time.perf_counter()
     Path(a.out).mkdir(parents=True, exist_ok=True)
-    log = Path(a.out) / "runs.jsonl"
-    n_logged = len(log.read_text().splitlines()) if log.exists() else 0
-    curves, finals = run_sweep(runs=runs, executor=a.executor, workers=a.workers, log=log)
+    run_dir = Path(a.out) / "runs"
+    n_stored = sum(RunStore(run_dir, fmt="json").has(_run_name(r)) for r in runs)
+    curves, finals = run_sweep(runs=runs, executor=a.executor, workers=a.workers, run_dir=run_dir)
     import torch
 
     old = Path(a.out) / "meta.json"
-    old = json.loads(old.read_text()) if old.exists() and n_logged else {}
+    old = json.loads(old.read_text()) if old.exists() and n_stored else {}
     first_wall = old.get("first_call_wall_seconds", old.get("wall_seconds"))
     meta = {
         "command": "python -m rltutor.experiments.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -505,7 +469,7 @@ def main(argv=None) -> None:
         "runs": len(runs),
         "wall_seconds_this_call": round(time.perf_counter() - t0, 1),
         "first_call_wall_seconds": first_wall if first_wall is not None else round(time.perf_counter() - t0, 1),
-        "runs_already_in_log": n_logged,
+        "runs_already_stored": n_stored,
         "cpu_seconds": round(float(finals["seconds"].sum()), 1),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
@@ -516,7 +480,7 @@ def main(argv=None) -> None:
     print((out / "table.md").read_text())
     for v in verdicts(finals):
         print(f"[{'reproduced' if v['reproduced'] else 'NOT reproduced'}] {v['claim']}: {v['evidence']}")
-    print(f"wrote {out} in {meta['wall_seconds_this_call']} s ({n_logged} runs read from {log})")
+    print(f"wrote {out} in {meta['wall_seconds_this_call']} s ({n_stored} runs read back from {run_dir})")
 
 
 if __name__ == "__main__":
