@@ -236,9 +236,10 @@ def compaction_verdicts(
     df: pd.DataFrame, metric: str = "episode_return", last: int = 5, tight: int = 256, loose: int = 4096
 ) -> pd.DataFrame:
     """The compaction lab's pre-stated tests (module docstring), from stored runs: per contrast its estimate,
-    the 95% confidence interval over seeds and the verdict (*confirmed*: the interval lies above 0;
-    *refuted*: below 0; *not visible*: it holds 0, and its half-width is the smallest effect the runs could
-    have seen). ``metric`` is averaged over each run's ``last`` updates."""
+    the 95% confidence interval over seeds and the verdict, decided together across the table by
+    :func:`rltutor.experiments.stats.verdict_table` (Holm-corrected: *confirmed*, *refuted* or *undecided*;
+    the tests named no smallest effect of interest, so none is *equivalent*). ``metric`` is averaged over
+    each run's ``last`` updates."""
     if "guard" in df.columns and df["guard"].nunique() > 1:
         raise ValueError(f"the runs mix guards {sorted(df['guard'].unique())}; pass one guard's rows")
     end = df[df["update"] > df["update"].max() - last].groupby(["sub_advantage", "context_budget", "seed"])[metric]

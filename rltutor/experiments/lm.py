@@ -30,12 +30,13 @@ them from the stored CSV through :mod:`rltutor.experiments.stats`. The scale tha
 CPU): the quick model (n_embd 64, 8 prompts x 8 completions per update) with more updates than the quick
 rerun, 100 per run (60 for the family), and 6 seeds per arm (5 for the family's 9 arms). Every arm of a seed
 starts from the same warm start, so a contrast is taken per seed (paired) and a 95% t interval over the seeds
-(:func:`rltutor.experiments.stats.paired_row`): above 0, *confirmed*; below 0, *refuted*; holding 0, *not
-visible at this scale*, and then the half-width is the smallest effect the runs could have detected (one
-of about 1.4 half-widths would be detected four times in five). Per run, a metric's *end* is its mean over
-the last 20 updates, its *start* its mean over the first 5 (10 for the length of wrong answers, which a
-few updates may lack). The intervals are per contrast, not corrected for the number of contrasts: among
-the family's 17, about one false call is expected by chance.
+(:func:`rltutor.experiments.stats.paired_row`). As stated, a test read its interval uncorrected: above 0,
+*confirmed*; below 0, *refuted*; holding 0, *not visible at this scale*. Since 2026-12-01 (issue 21) the
+verdicts are computed as :mod:`rltutor.experiments.stats` now decides: Holm-corrected across each
+``*_verdicts`` table (a chapter's family), *undecided* instead of "not visible", with the effect the seeds
+would detect at 80% power; none of these tests named a smallest effect of interest, so none can come out
+*equivalent*. Per run, a metric's *end* is its mean over the last 20 updates, its *start* its mean over the
+first 5 (10 for the length of wrong answers, which a few updates may lack).
 
 * 2026-12-01 (f9fb059), chapters 06-10, before any stored run:
 
