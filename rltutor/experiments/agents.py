@@ -125,7 +125,7 @@ def run_agent(
     stored settings); one row per update."""
     if tasks not in TEMPLATE_TASKS:
         raise ValueError(f"unknown tasks {tasks!r}; valid: {', '.join(TEMPLATE_TASKS)}")
-    sets = dict(env_options=TEMPLATE_TASKS[tasks], seed=seed, guard=guard, total_steps=10**9, **overrides)
+    sets = {"env_options": TEMPLATE_TASKS[tasks], "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
     trainer = Trainer(resolve(algo, "toolshell", sets={"agent_policy": "templates", **sets}))
     for _ in range(updates):
         trainer.step()
