@@ -253,8 +253,8 @@ TOKEN_AGENT_NOTE = (
     "minutes: in chapter 11 it solved 0 of 16 tasks after 300 warm-start steps (238 s), so RL had no reward to "
     "learn from; the template agent (--agent-policy templates, the default) learns in CPU minutes"
 )
-"""printed once when a new toolshell run uses the token agent (the measurement: notebooks/11, section
-"Learning curves of these modes, and with which agent")"""
+"""printed once when a new toolshell run uses the token agent (the measurement: chapter 11, agents and compaction,
+the paragraph "Learning curves of these modes, and with which agent")"""
 
 
 def _new_config(args):
