@@ -32,6 +32,7 @@ from rltutor.models.lm_policy import LMPolicy, make_model
 from rltutor.models.mlp import MLPActorCritic
 from rltutor.models.template_policy import TemplatePolicy
 from rltutor.rollout.agent import AgentCollector, play_scripted
+from rltutor.rollout.compaction import resolve_sub_advantage
 from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateCollector, behaviour_clone, template_demos
 from rltutor.rollout.tokens import LMCollector
 from rltutor.rollout.vector import EpisodeCollector, SegmentCollector
@@ -175,9 +176,7 @@ def _build_agent(config: Config, env: ToolShell):
     ``agent_policy="templates"``, a :class:`~rltutor.models.template_policy.TemplatePolicy` cloned from the
     same solver and a :class:`~rltutor.rollout.templates.TemplateCollector`."""
     make = agent_env_factory(config, env)
-    sub = config.sub_advantage
-    if sub == "auto":
-        sub = "ppo_bootstrap" if config.critic else "slime_grpo"
+    sub = resolve_sub_advantage(config.sub_advantage, config.critic)  # "auto": the registered default
     if config.agent_policy == "templates":
         device = None if config.device == "auto" else config.device
         # without compaction and with sub_advantage "auto", every turn's reward where it is paid (one row per

@@ -3,10 +3,12 @@
     rltutor train --algo ppo --env CartPole-v1 --steps 100000 --seed 1 --out runs/ppo
     rltutor train --algo grpo --group-size 8 --env corridor --horizon 200 --out runs/grpo
     rltutor train --algo ppo --set lr=1e-3 --set epochs=10 --out runs/ppo_fast
+    rltutor train --env toolshell --algo grpo --guard decoy --out runs/agent   # the template agent (default)
     rltutor train --out runs/ppo --resume          # continue from runs/ppo/checkpoint.pt
-    rltutor list                                   # algorithms, environments, estimators, losses
+    rltutor list                                   # algorithms, environments, estimators, losses, agent settings
 
-``train`` writes to ``--out``: ``config.json`` (the resolved config), ``metrics.csv`` (one row per
+The settings of a new run are composed by :func:`rltutor.config.resolve` (preset, tuned settings, ``--set``,
+then the flags). ``train`` writes to ``--out``: ``config.json`` (the resolved config), ``metrics.csv`` (one row per
 update: env_steps, episode_return = mean return of the episodes finished in that update, losses,
 entropy, approx_kl, clip_frac, grad_norm, explained_variance, zero_std_frac, time_s...),
 ``learning_curve.png`` and ``checkpoint.pt``. metrics.csv grows by one flushed row per update, so a
@@ -233,61 +235,53 @@ def _resume_conflicts(args, stored: dict) -> list[str]:
     return bad
 
 
+TOKEN_AGENT_NOTE = (
+    "rltutor: warning: --agent-policy tokens (a TinyGPT writing each command) is not expected to learn in CPU "
+    "minutes: in chapter 11 it solved 0 of 16 tasks after 300 warm-start steps (238 s), so RL had no reward to "
+    "learn from; the template agent (--agent-policy templates, the default) learns in CPU minutes"
+)
+"""printed once when a new toolshell run uses the token agent (the measurement: chapter 11, agents and compaction,
+the paragraph "Learning curves of these modes, and with which agent")"""
+
+
 def _new_config(args):
-    """The Config of a new run from the flags; bad values are a ValueError naming them."""
-    from rltutor.config import Config, make_config, tuned_settings
+    """The Config of a new run from the flags (:func:`rltutor.config.resolve`); bad values are a ValueError
+    naming them."""
+    from rltutor.config import AGENT_ENVS, resolve, tuned_settings
 
     algo = "ppo" if args.algo is None else args.algo  # --algo "" is an unknown name, not the default
-    scale = args.scale or "quick"
-    overrides = {"scale": scale}
-    env = Config.env if args.env is None else args.env
-    corridor = [flag for flag, key in CORRIDOR_FLAGS if getattr(args, key) is not None]
-    corridor += ["--no-observe-progress"] if args.no_observe_progress else []
-    if corridor and env != "corridor":
-        raise ValueError(
-            f"{' and '.join(corridor)} set{'s' if len(corridor) == 1 else ''} options of the corridor "
-            f"environment, not of {env!r}; drop {'it' if len(corridor) == 1 else 'them'} or use --env corridor "
-            "(an environment's own options go in --set env_options={...})"
+    flags = {
+        key: flag
+        for flag, key in (
+            (args.steps, "total_steps"),
+            (args.seed, "seed"),
+            (args.group_size, "group_size"),
+            *_agent_flags(args),
         )
-    tuned = tuned_settings(algo, env, scale) if (args.hparams or "tuned") == "tuned" else None
-    if tuned is not None:
-        overrides.update(tuned)
-    sets = _parse_set(args.set)
-    if "algo" in sets:
-        raise ValueError(f"--set algo={sets['algo']}: pick the preset with --algo {sets['algo']}")
-    overrides.update(sets)
-    for flag, key in (
-        (args.env, "env"),
-        (args.steps, "total_steps"),
-        (args.seed, "seed"),
-        (args.group_size, "group_size"),
-        *_agent_flags(args),
-    ):
-        if flag is not None:
-            overrides[key] = flag
-    if overrides.get("agent_policy") == "templates":  # the template agent's settings; --set and flags win
-        from rltutor.config import template_settings
-
-        overrides = {**template_settings(algo), **overrides}
-    env_options = dict(overrides.pop("env_options", {}))
-    if args.horizon is not None:
-        env_options["horizon"] = args.horizon
-    if args.reward_noise is not None:
-        env_options["reward_noise"] = args.reward_noise
+        if flag is not None
+    }
+    env_options = {key: getattr(args, key) for _, key in CORRIDOR_FLAGS if getattr(args, key) is not None}
     if args.no_observe_progress:
         env_options["observe_progress"] = False
-    try:
-        config = make_config(algo, env_options=env_options, **overrides)
-    except (TypeError, KeyError) as e:  # a value of the wrong kind that the checks did not name
-        raise ValueError(f"bad config value: {e}") from None
-    if config.rollout == "episodes" and config.rollout_envs > config.total_steps:
+    if env_options:
+        flags["env_options"] = env_options
+    hparams = args.hparams or "tuned"
+    config = resolve(algo, args.env, args.scale, hparams, _parse_set(args.set), flags)
+    corridor = [flag for flag, key in CORRIDOR_FLAGS if getattr(args, key) is not None]
+    corridor += ["--no-observe-progress"] if args.no_observe_progress else []
+    if corridor and config.env != "corridor":
         raise ValueError(
-            f"one update collects group_size x num_groups = {config.group_size} x {config.num_groups} = "
-            f"{config.rollout_envs} episodes of at least one step each, more than the whole budget of "
-            f"{config.total_steps} steps; lower --group-size (or --set num_groups) or raise --steps"
+            f"{' and '.join(corridor)} set{'s' if len(corridor) == 1 else ''} options of the corridor "
+            f"environment, not of {config.env!r}; drop {'it' if len(corridor) == 1 else 'them'} or use --env "
+            "corridor (an environment's own options go in --set env_options={...})"
         )
-    if tuned is not None:
-        print(f"using tuned settings for {algo} on {env} at {scale} scale (--hparams defaults for the preset's own)")
+    if hparams == "tuned" and tuned_settings(algo, config.env, config.scale) is not None:
+        print(
+            f"using tuned settings for {algo} on {config.env} at {config.scale} scale (--hparams defaults for the "
+            "preset's own)"
+        )
+    if config.env in AGENT_ENVS and config.agent_policy == "tokens":
+        print(TOKEN_AGENT_NOTE, file=sys.stderr)
     return config
 
 
@@ -437,14 +431,23 @@ def _run(args, trainer, ckpt: str) -> int:
 
 def _list(args) -> int:
     from rltutor.advantages import list_estimators
-    from rltutor.config import list_algorithms
+    from rltutor.config import AGENT_POLICIES, list_algorithms
     from rltutor.envs import list_envs
+    from rltutor.guard.wrapper import POLICIES
     from rltutor.losses import list_policy_losses
+    from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGE_MODES
 
-    print("algorithms:  ", ", ".join(list_algorithms()))
-    print("environments:", ", ".join(list_envs()))
-    print("estimators:  ", ", ".join(list_estimators()))
-    print("losses:      ", ", ".join(list_policy_losses()))
+    print("algorithms:    ", ", ".join(list_algorithms()))
+    print("environments:  ", ", ".join(list_envs()))
+    print("estimators:    ", ", ".join(list_estimators()))
+    print("losses:        ", ", ".join(list_policy_losses()))
+    print("toolshell agent (--env toolshell):")
+    print("  agent policies:", ", ".join(AGENT_POLICIES))
+    print("  compactions:   ", ", ".join(COMPACTIONS))
+    print("  guards:        ", ", ".join(POLICIES))
+    print("  sub-advantages: auto (the registered default for the critic setting), or")
+    for name, mode in SUB_ADVANTAGE_MODES.items():
+        print(f"    {name}: {mode.what}")
     return 0
 
 
@@ -482,19 +485,20 @@ def build_parser() -> argparse.ArgumentParser:
         "(env option observe_progress=False; --no-progress is the progress bar)",
     )
     t.add_argument("--context-budget", type=int, default=None, help="toolshell: tokens per context before compaction")
-    t.add_argument("--compaction", default=None, help="toolshell: none, recent or summary")
-    t.add_argument("--sub-advantage", default=None, help="toolshell: ppo_bootstrap, slime_grpo... (rltutor list)")
     t.add_argument(
-        "--guard",
-        choices=("none", "abort", "penalize", "decoy"),
-        default=None,
-        help="toolshell: what a call the guard blocks gets (none: no guard)",
+        "--compaction", default=None, help="toolshell: how a context that outgrows its budget shrinks (rltutor list)"
+    )
+    t.add_argument(
+        "--sub-advantage", default=None, help="toolshell: how sub-trajectories get their advantages (rltutor list)"
+    )
+    t.add_argument(
+        "--guard", default=None, help="toolshell: what a call the guard blocks gets, or none: no guard (rltutor list)"
     )
     t.add_argument(
         "--agent-policy",
-        choices=("tokens", "templates"),
         default=None,
-        help="toolshell: a TinyGPT writes commands (tokens) or an MLP picks templates (templates)",
+        help="toolshell: templates (the default: an MLP picks a templated call, learns in CPU minutes) or tokens "
+        "(a TinyGPT writes each command; not expected to learn in CPU minutes)",
     )
     t.add_argument(
         "--set",
@@ -532,7 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
-    ls = sub.add_parser("list", help="list algorithms, environments, estimators and losses")
+    ls = sub.add_parser("list", help="list algorithms, environments, estimators, losses and the agent's settings")
     ls.set_defaults(func=_list)
     g = sub.add_parser("guard", help="inspect one tool call with the reward-hack guard (exit 0 allowed, 1 blocked)")
     g.add_argument("command_text", metavar="COMMAND", help='a toolshell call, e.g. "cat tests/hidden/test_a.py"')

@@ -9,14 +9,18 @@ per-token loss is reduced (``agg``), how episodes are collected (``rollout``). T
 * :data:`TUNED` and :func:`tuned_settings` -- settings tuned per (algorithm, environment), which
   ``rltutor train`` applies unless told ``--hparams defaults``;
 * :data:`LM_ALGOS`, :data:`LM_SCALES` and :func:`lm_settings` -- the language-model chapters'
-  settings per scale ("quick": a CPU in seconds; "full": a GPU).
+  settings per scale ("quick": a CPU in seconds; "full": a GPU);
+* :func:`resolve` -- the one composition of all of these, used by the command line and the labs.
 
 ::
 
     cfg = make_config("grpo", env="corridor", env_options={"horizon": 200}, total_steps=50_000)
-    cfg = make_config(**lm_settings("dapo", "addition", scale="quick"))
+    cfg = resolve("dapo", "addition", "quick", sets={"seed": 0})  # tuned settings, then the overrides
 
-A lab's own budgets (the sweep's scales, the explorer's grids) stay in the lab.
+The names a setting may take come from the registries that implement them, imported here, never copied:
+the compactions and sub-advantage modes (:mod:`rltutor.rollout.compaction`), the guard policies
+(:data:`rltutor.guard.wrapper.POLICIES`), the estimators, losses and environments. A lab's own budgets
+(the sweep's scales, the explorer's grids) stay in the lab.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ import numpy as np
 from rltutor.advantages import ESTIMATORS, GROUP_METHODS
 from rltutor.envs import ENVS
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
+from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
 from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES
+from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGE_MODES
 from rltutor.utils import SCALES, check_choice, check_device, check_int, check_number, resolve_scale
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "template_settings",
     "ALGORITHMS",
     "make_config",
+    "resolve",
     "list_algorithms",
     "TUNED",
     "tuned_settings",
@@ -79,12 +86,8 @@ AGENT_FIELDS = (
 """fields that apply only to the multi-turn agent environment ("toolshell"); left out of config.json elsewhere"""
 AGENT_ENVS = ("toolshell",)
 """environments played by a multi-turn language-model agent (rltutor.rollout.agent)"""
-COMPACTIONS = ("none", "recent", "summary")
-"""context compaction strategies (rltutor.rollout.compaction.COMPACTIONS)"""
 AGENT_POLICIES = ("tokens", "templates")
 """how the agent writes a command: token by token (a TinyGPT) or by picking a (template, argument) candidate"""
-GUARD_POLICIES = ("none", "abort", "penalize", "decoy")
-"""what happens to a call the guard blocks (rltutor.guard.wrapper.POLICIES); "none": no guard at all"""
 TEMPLATE_ENV = {"hops": 8, "max_turns": 9, "max_output_chars": 400}
 """the toolshell tasks of the template agent: an honest solve takes hops + 2 = 10 calls, one more than the budget
 of 9, so only a shortcut (2-3 calls) earns the reward (see rltutor.experiments.agents for why)"""
@@ -114,17 +117,6 @@ TEMPLATE_SETTINGS = {
 }
 """Settings of the template agent per algorithm (``rltutor train --agent-policy templates`` applies them;
 ``--set`` wins); measured in rltutor.experiments.agents."""
-SUB_ADVANTAGE_NAMES = (
-    "auto",
-    "ppo_bootstrap",
-    "ppo_no_bootstrap",
-    "slime_grpo",
-    "broadcast_grpo",
-    "split_reward",
-    "index_groups",
-)
-"""how sub-trajectories get advantages (rltutor.rollout.compaction.SUB_ADVANTAGES), plus "auto"
-(ppo_bootstrap with a critic, slime_grpo without)"""
 LM_FIELDS = ("n_layer", "n_head", "n_embd", "critic_kind", "temperature", "sft_steps", "sft_lr", "overlong_buffer")
 """fields that apply only to token tasks (a TinyGPT policy)"""
 
@@ -203,18 +195,19 @@ class Config:
     train_summary: bool = False
     """agent: train the summary tokens of the "summary" compaction (mask 1) or not (mask 0)"""
     sub_advantage: str = "auto"
-    """agent: how sub-trajectories get rewards and groups (rltutor.rollout.compaction.SUB_ADVANTAGES);
-    "auto": ppo_bootstrap with a critic, slime_grpo without"""
+    """agent: how sub-trajectories get rewards and groups (rltutor.rollout.compaction.SUB_ADVANTAGE_MODES);
+    "auto": the mode registered for the critic setting (rltutor.rollout.compaction.resolve_sub_advantage)"""
     max_cmd_tokens: int = 24
     """agent: a command is cut after this many tokens"""
     max_obs_tokens: int = 128
     """agent: an observation is cut to this many tokens"""
     agent_policy: str = "tokens"
     """agent: "tokens" (a TinyGPT writes each command) or "templates" (a small MLP picks a (template, argument)
-    candidate from what the observations showed; rltutor.models.template_policy): learns in CPU minutes"""
+    candidate from what the observations showed; rltutor.models.template_policy): learns in CPU minutes, and is
+    what :func:`resolve` (``rltutor train``) gives toolshell unless told otherwise"""
     guard: str = "none"
-    """agent: "none" (no guard), or what a call the guard blocks gets: "abort" (the episode ends, reward 0),
-    "penalize" (it runs, the reward is 0), "decoy" (it does not run; a meaningless reply) (rltutor.guard)"""
+    """agent: "none" (no guard), or what a call the guard blocks gets (rltutor.guard.wrapper.POLICIES: "abort",
+    the episode ends with reward 0; "penalize", it runs and the reward is 0; "decoy", a meaningless reply)"""
     turn_cost: float = 0.0
     """agent, templates: reward subtracted on every tool call (the price of time); a long honest solve then
     pays less than a short hack"""
@@ -298,7 +291,7 @@ class Config:
         check_choice("scale", self.scale, SCALES)
         check_choice("critic_kind", self.critic_kind, ("head", "separate"))
         check_choice("compaction", self.compaction, COMPACTIONS)
-        check_choice("sub_advantage", self.sub_advantage, SUB_ADVANTAGE_NAMES)
+        check_choice("sub_advantage", self.sub_advantage, ("auto", *SUB_ADVANTAGE_MODES))
         check_choice("agent_policy", self.agent_policy, AGENT_POLICIES)
         check_choice("guard", self.guard, GUARD_POLICIES)
         check_device(self.device)
@@ -347,20 +340,9 @@ class Config:
         self.model = "gpt" if self.env in TOKEN_TASKS or self.env in AGENT_ENVS else "mlp"
 
     def _check_agent(self) -> None:
-        """The agent's sub-trajectory advantages must fit the estimator and the critic."""
-        sa = self.sub_advantage
-        if sa in ("ppo_bootstrap", "ppo_no_bootstrap") and self.estimator != "gae":
-            raise ValueError(
-                f"sub_advantage={sa!r} feeds GAE; set estimator='gae' with a critic (--algo ppo), or "
-                "pick slime_grpo, split_reward, index_groups or broadcast_grpo"
-            )
-        if sa == "broadcast_grpo" and (self.estimator != "reinforce" or self.gamma != 1.0):
-            raise ValueError(
-                "sub_advantage='broadcast_grpo' puts each episode's GRPO advantage on its "
-                "sub-trajectories' last token; the 'reinforce' estimator with gamma=1 then copies it to "
-                f"every token (got estimator={self.estimator!r}, gamma={self.gamma}): "
-                "--set estimator=reinforce --set gamma=1.0"
-            )
+        """The agent's settings: the sub-trajectory mode must have what it is registered to need."""
+        if self.sub_advantage != "auto":
+            self._check_sub_advantage(SUB_ADVANTAGE_MODES[self.sub_advantage])
         if self.agent_policy == "tokens" and self.turn_cost > 0:
             raise ValueError(
                 f"turn_cost={self.turn_cost} is applied by the template agent only; set "
@@ -371,6 +353,30 @@ class Config:
                 f"context_budget={self.context_budget} leaves no room for the task and a command of "
                 f"{self.max_cmd_tokens} tokens; use context_budget >= 128 (512 fits most episodes)"
             )
+
+    def _fits(self, mode) -> bool:
+        """These settings give ``mode`` (a :class:`~rltutor.rollout.compaction.SubAdvantage`) what it needs."""
+        needs = all(getattr(self, k) == v for k, v in mode.requires.items())
+        return mode.estimator is not None and needs and (self.critic or not mode.needs_critic)
+
+    def _check_sub_advantage(self, mode) -> None:
+        fits = ", ".join(n for n, m in SUB_ADVANTAGE_MODES.items() if self._fits(m)) or "none"
+        if mode.estimator is None:
+            raise ValueError(
+                f"sub_advantage={mode.name!r} gives the advantages themselves (estimator=None), which the trainer "
+                f"does not take yet (it runs Config.estimator on the rewards); pick a mode that fits: {fits}"
+            )
+        if self._fits(mode):
+            return
+        needs = {**mode.requires, **({"critic": True} if mode.needs_critic else {})}
+        got = ", ".join(f"{k}={getattr(self, k)!r}" for k in needs)
+        preset = {**{k: getattr(Config, k) for k in needs}, **ALGORITHMS[mode.algo]}
+        fix = "".join(f" --set {k}={v}" for k, v in needs.items() if preset[k] != v)
+        raise ValueError(
+            f"sub_advantage={mode.name!r} feeds {mode.estimator.upper()}: it needs "
+            f"{', '.join(f'{k}={v!r}' for k, v in needs.items())}, got {got}; run it with --algo {mode.algo}{fix}, "
+            f"or pick a mode these settings fit: {fits}"
+        )
 
     def _check_numbers(self) -> None:
         """Types and ranges of every numeric field: reject what cannot be meant, naming the valid range."""
@@ -386,7 +392,6 @@ class Config:
             "n_layer",
             "n_head",
             "n_embd",
-            "context_budget",
             "max_cmd_tokens",
             "max_obs_tokens",
         ):
@@ -624,3 +629,72 @@ def tuned_settings(algo: str, env: str, scale: str | None = None) -> dict | None
         s = lm_settings(algo, env, scale, task_options=LM_TASK_OPTIONS.get(env))
         return {k: v for k, v in s.items() if k not in ("algo", "env", "seed", "total_steps")}
     return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The one composition: preset, tuned settings, the caller's settings, the command line's flags
+# ----------------------------------------------------------------------------------------------
+
+HPARAMS = ("tuned", "defaults")
+"""``resolve``'s ``hparams``: apply :func:`tuned_settings` where there are some, or only the preset's own"""
+
+
+def resolve(
+    algo: str = "ppo",
+    env: str | None = None,
+    scale: str | None = None,
+    hparams: str = "tuned",
+    sets: dict | None = None,
+    flags: dict | None = None,
+) -> Config:
+    """The :class:`Config` of a new run, composed in one order (later layers win):
+
+    1. the preset ``algo`` (:data:`ALGORITHMS`) over Config's defaults;
+    2. with ``hparams="tuned"``, :func:`tuned_settings` for (``algo``, ``env``, ``scale``): TUNED for vector
+       environments, :func:`lm_settings` for token tasks; none elsewhere;
+    3. on ``env="toolshell"``, the agent: ``agent_policy`` is "templates" unless a later layer names one, and
+       the template agent's settings (:func:`template_settings`: its tasks, batch, budget) apply whatever
+       ``hparams`` says;
+    4. ``sets``: settings by field name (a lab's overrides, ``rltutor train --set``), each replacing the
+       field whole (``env_options`` too);
+    5. ``flags``: settings given one by one (``rltutor train --steps``, ``--seed``...), which win over
+       ``sets``; their ``env_options`` are merged key by key into the ones resolved so far (``--horizon``).
+
+    ``env`` and ``scale`` default to the ones ``sets`` names, then to Config's ("CartPole-v1", "quick"); an
+    explicit one wins and is what the tuned settings are looked up for (a caller wanting the
+    ``RLTUTOR_QUICK`` default passes ``utils.resolve_scale(None)``). The preset is ``algo`` only: ``sets``
+    naming ``algo`` is refused. Bad values are one ValueError naming them, including a batch that needs more
+    steps than the whole budget.
+
+    Six arguments, not one dict, because the layers are what differ between callers: the command line
+    passes all six, the agent lab ``sets`` only, the LM lab ``scale`` and ``sets``.
+    """
+    sets, flags = dict(sets or {}), dict(flags or {})
+    for given in (sets, flags):
+        if "algo" in given:
+            raise ValueError(f"--set algo={given['algo']}: pick the preset with --algo {given['algo']}")
+    check_choice("hparams", hparams, HPARAMS)
+    env = env if env is not None else sets.get("env", Config.env)
+    scale = scale if scale is not None else sets.get("scale", Config.scale)
+    settings: dict = {"scale": scale}
+    tuned = tuned_settings(algo, env, scale) if hparams == "tuned" else None
+    settings.update(tuned or {})
+    settings.update(sets)
+    settings.update({k: v for k, v in flags.items() if k != "env_options"})
+    settings.update(env=env, scale=scale)
+    if env in AGENT_ENVS:
+        settings.setdefault("agent_policy", "templates")
+        if settings["agent_policy"] == "templates":
+            settings = {**template_settings(algo), **settings}
+    env_options = {**settings.pop("env_options", {}), **flags.get("env_options", {})}
+    try:
+        config = make_config(algo, env_options=env_options, **settings)
+    except (TypeError, KeyError) as e:  # a value of the wrong kind that the checks did not name
+        raise ValueError(f"bad config value: {e}") from None
+    if config.rollout == "episodes" and config.rollout_envs > config.total_steps:
+        raise ValueError(
+            f"one update collects group_size x num_groups = {config.group_size} x {config.num_groups} = "
+            f"{config.rollout_envs} episodes of at least one step each, more than the whole budget of "
+            f"{config.total_steps} steps; lower --group-size (or --set num_groups) or raise --steps"
+        )
+    return config

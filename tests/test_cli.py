@@ -90,9 +90,42 @@ def test_bad_input_is_an_error_message_not_a_traceback(tmp_path, capsys):
 
 
 def test_list(capsys):
+    from rltutor.guard.wrapper import POLICIES
+    from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGES
+
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "grpo" in out and "CartPole-v1" in out and "gae" in out
+    for name, what in SUB_ADVANTAGES.items():  # the agent's settings, read from their registries
+        assert f"{name}: {what}" in out
+    assert ", ".join(COMPACTIONS) in out and ", ".join(POLICIES) in out
+
+
+def _config_of(argv, capsys):
+    """The Config ``rltutor train ARGV`` would start, and what it printed (stdout, stderr)."""
+    from rltutor.cli import _new_config, build_parser
+
+    config = _new_config(build_parser().parse_args(["train", "--out", "unused", *argv]))
+    out = capsys.readouterr()
+    return config, out.out, out.err
+
+
+def test_toolshell_defaults_to_the_template_agent_and_the_token_agent_says_it_will_not_learn(capsys):
+    from rltutor.config import TEMPLATE_ENV, TEMPLATE_SETTINGS
+
+    config, _, err = _config_of(["--env", "toolshell"], capsys)
+    assert config.agent_policy == "templates" and err == ""
+    assert config.env_options == TEMPLATE_ENV and config.num_groups == TEMPLATE_SETTINGS["ppo"]["num_groups"]
+    config, _, err = _config_of(["--env", "toolshell", "--algo", "grpo", "--compaction", "summary"], capsys)
+    assert (config.agent_policy, config.compaction, config.critic) == ("templates", "summary", False) and err == ""
+    for argv in (["--agent-policy", "tokens"], ["--set", "agent_policy=tokens"]):
+        config, _, err = _config_of(["--env", "toolshell", *argv], capsys)
+        assert config.agent_policy == "tokens" and config.env_options == {}  # the token agent's own settings
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "not expected to learn in CPU minutes" in lines[0], err
+        assert "0 of 16 tasks after 300 warm-start steps (238 s)" in lines[0]  # chapter 11's measurement
+    _, _, err = _config_of(["--env", "CartPole-v1"], capsys)
+    assert err == ""
 
 
 def test_console_script_points_at_main():
@@ -247,6 +280,14 @@ BAD_INPUT = [
         "--horizon sets options of the corridor environment, not of 'toolshell'",
     ),
     (["--env", "toolshell", "--reward-noise", "0.1"], "--reward-noise sets options of the corridor"),
+    (["--env", "toolshell", "--guard", "bogus"], "unknown guard 'bogus'; valid: abort, decoy, none, penalize"),
+    (["--env", "toolshell", "--agent-policy", "tiny"], "unknown agent_policy 'tiny'; valid: templates, tokens"),
+    (["--env", "toolshell", "--compaction", "fold"], "unknown compaction 'fold'; valid: none, recent, summary"),
+    (["--env", "toolshell", "--sub-advantage", "x"], "unknown sub_advantage 'x'; valid: auto, broadcast_grpo"),
+    (
+        ["--env", "toolshell", "--algo", "grpo", "--sub-advantage", "ppo_bootstrap"],
+        "sub_advantage='ppo_bootstrap' feeds GAE: it needs estimator='gae', critic=True",
+    ),
     (["--env", "CartPole-v1", "--no-observe-progress"], "--no-observe-progress sets options of the corridor"),
     (["--algo", "grpo", "--group-size", "100000", "--steps", "64"], "lower --group-size or --set num_groups"),
     (["--algo", "grpo", "--group-size", "100", "--steps", "64"], "100 x 4 = 400 episodes of at least one step each"),

@@ -1,11 +1,24 @@
 """Compaction and the sub-trajectory advantage modes (rltutor.rollout.compaction), on hand-made examples."""
 
+import contextlib
+import math
+
 import pytest
 import torch
 
 from rltutor.advantages import gae, group_advantages
 from rltutor.envs.toolshell import CMD, EOS, OBS, TASK, decode, encode
-from rltutor.rollout.compaction import SUB_ADVANTAGES, assign_rewards, compact, summarize
+from rltutor.rollout.compaction import (
+    SUB_ADVANTAGE_MODES,
+    SUB_ADVANTAGES,
+    assign_rewards,
+    compact,
+    comparable_fraction,
+    register_sub_advantage,
+    resolve_sub_advantage,
+    sub_advantage_batch,
+    summarize,
+)
 
 HEAD = [TASK, *encode("task t1: find TARGET")]
 
@@ -120,10 +133,111 @@ def test_broadcast_split_and_index_groups():
     }
 
 
-def test_config_names_match_the_registry():
-    from rltutor.config import COMPACTIONS as CFG_COMPACTIONS
-    from rltutor.config import SUB_ADVANTAGE_NAMES
-    from rltutor.rollout.compaction import COMPACTIONS
+def test_every_registered_mode_runs_as_its_lab_arm_and_is_refused_without_what_it_needs():
+    """Config's checks and the lab's table come from the registry: each mode's arm is a valid run, and a run
+    without the estimator it names (or its critic) is refused with a message naming the mode and the fix."""
+    from rltutor.config import resolve
+    from rltutor.experiments.agents import SUB_ADVANTAGE_RUNS
 
-    assert set(SUB_ADVANTAGE_NAMES) == set(SUB_ADVANTAGES) | {"auto"}
-    assert CFG_COMPACTIONS == COMPACTIONS
+    assert list(SUB_ADVANTAGES) == list(SUB_ADVANTAGE_MODES) == list(SUB_ADVANTAGE_RUNS)
+    base = {"agent_policy": "templates", "compaction": "summary", "context_budget": 256}
+    for name, mode in SUB_ADVANTAGE_MODES.items():
+        algo, settings = SUB_ADVANTAGE_RUNS[name]
+        assert (algo, settings) == (mode.algo, mode.requires) and SUB_ADVANTAGES[name] == mode.what
+        cfg = resolve(algo, "toolshell", sets={**base, "sub_advantage": name, **settings})
+        assert cfg.sub_advantage == name and all(getattr(cfg, k) == v for k, v in settings.items())
+        other = "grpo" if algo == "ppo" else "ppo"
+        if mode.requires:  # the other preset's estimator is not the one this mode feeds
+            with pytest.raises(ValueError, match=f"sub_advantage='{name}' feeds .* --algo {algo}"):
+                resolve(other, "toolshell", sets={**base, "sub_advantage": name})
+        else:  # any estimator will do
+            resolve(other, "toolshell", sets={**base, "sub_advantage": name})
+    assert SUB_ADVANTAGE_RUNS["broadcast_grpo"] == ("grpo", {"estimator": "reinforce", "gamma": 1.0})
+
+
+def test_auto_is_the_registered_default_for_the_critic_setting():
+    assert resolve_sub_advantage("auto", critic=True) == "ppo_bootstrap"
+    assert resolve_sub_advantage("auto", critic=False) == "slime_grpo"
+    assert resolve_sub_advantage("split_reward", critic=True) == "split_reward"
+    with pytest.raises(ValueError, match="unknown sub_advantage 'fold'; valid: broadcast_grpo"):
+        resolve_sub_advantage("fold", critic=True)
+    for critic in (True, False):
+        assert sum(m.auto and m.needs_critic == critic for m in SUB_ADVANTAGE_MODES.values()) == 1
+
+
+def test_comparable_fraction_follows_each_modes_baseline():
+    m4 = META[[0, 2, 3, 6]].clone()  # 2 tasks x 2 episodes, no compaction: whole attempts, comparable
+    m4[:, 1] = torch.arange(4)
+    m4[:, 2], m4[:, 3] = 0, 1
+    for meta, mask, want in ((META, MASK, 0.0), (m4, MASK[[0, 2, 3, 6]], 1.0)):
+        for name, mode in SUB_ADVANTAGE_MODES.items():
+            _, gid = assign_rewards(name, meta, OUTCOME, mask, torch.zeros_like(mask), 1.0, 2, 2)
+            got = comparable_fraction(name, gid, meta)
+            if mode.baseline == "critic":  # a critic's baseline: no groups to compare within
+                assert math.isnan(got), name
+            elif mode.baseline == "episodes":  # whole episodes of one task: each task has 2 here
+                assert got == 1.0, name
+            else:  # split episodes put 2 rows of one episode in a group: not comparable
+                assert got == want, name
+    lonely = torch.tensor([[0, 0, 0, 1], [1, 1, 0, 1], [1, 2, 0, 1]])  # task 0 has one episode
+    assert comparable_fraction("broadcast_grpo", torch.tensor([0, 1, 1]), lonely) == pytest.approx(2 / 3)
+
+
+@contextlib.contextmanager
+def _registered(name, fn, **kw):
+    register_sub_advantage(name, **kw)(fn)
+    try:
+        yield SUB_ADVANTAGE_MODES[name]
+    finally:
+        del SUB_ADVANTAGE_MODES[name], SUB_ADVANTAGES[name]
+
+
+def test_a_mode_may_return_the_advantages_themselves():
+    """estimator=None: the mode computes the advantages (GAE across a boundary, say); the batch then carries
+    them beside the plain outcome rewards. assign_rewards refuses it (its rewards alone would train the wrong
+    thing) and so does Config, until the trainer takes precomputed advantages."""
+    from rltutor.config import resolve
+
+    def across(b):
+        """every token gets its episode's outcome (a stand-in for an advantage computed across boundaries)"""
+        return b.r_out[:, None].expand_as(b.mask).clone()
+
+    with _registered("test_across", across, estimator=None, algo="ppo", baseline="critic") as mode:
+        assert mode.requires == {} and SUB_ADVANTAGES["test_across"].startswith("every token gets")
+        out = sub_advantage_batch("test_across", META, OUTCOME, MASK, lam=0.9)
+        torch.testing.assert_close(out["advantages"], OUTCOME[META[:, 1]][:, None] * MASK)
+        torch.testing.assert_close(_last(out["rewards"]), torch.tensor([0.0, 1, 0, 0, 0, 1, 1]))  # final rows only
+        assert out["group_ids"].tolist() == META[:, 0].tolist()
+        with pytest.raises(ValueError, match="sub_advantage_batch"):
+            assign_rewards("test_across", META, OUTCOME, MASK)
+        with pytest.raises(ValueError, match="'test_across' gives the advantages themselves"):
+            resolve("ppo", "toolshell", sets={"sub_advantage": "test_across"})
+    assert "test_across" not in SUB_ADVANTAGE_MODES
+
+
+def test_registering_a_mode_checks_what_it_says():
+    def fn(b):
+        """a doc"""
+
+    with pytest.raises(ValueError, match="already registered"):
+        register_sub_advantage("slime_grpo", estimator="grpo", algo="grpo")(fn)
+    with pytest.raises(ValueError, match="unknown advantage estimator 'gea'"):
+        register_sub_advantage("t1", estimator="gea", algo="ppo")(fn)
+    with pytest.raises(ValueError, match="needs a docstring"):
+        register_sub_advantage("t2", estimator="grpo", algo="grpo")(lambda b: None)
+    with pytest.raises(ValueError, match="already the 'auto' one"):
+        register_sub_advantage("t3", estimator="gae", algo="ppo", needs_critic=True, auto=True)(fn)
+    assert not {"t1", "t2", "t3"} & set(SUB_ADVANTAGE_MODES)
+
+
+def test_a_mode_that_reads_the_critic_is_refused_without_one():
+    from rltutor.config import resolve
+
+    def needy(b):
+        """rewards for GRPO that read V"""
+        return b.on_last(b.r_out - b.values[:, 0]), b.task.clone()
+
+    with _registered("test_needy", needy, estimator="grpo", algo="ppo", needs_critic=True, any_estimator=True):
+        with pytest.raises(ValueError, match="needs critic=True, got critic=False; run it with --algo ppo"):
+            resolve("grpo", "toolshell", sets={"sub_advantage": "test_needy"})
+        resolve("ppo", "toolshell", sets={"sub_advantage": "test_needy"})

@@ -71,9 +71,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rltutor.config import GUARD_POLICIES, TEMPLATE_TASKS, make_config, template_settings
+from rltutor.config import TEMPLATE_TASKS, resolve
 from rltutor.experiments.runs import RunStore, run_all, store_records
 from rltutor.experiments.stats import verdict_row, verdict_table
+from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
+from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES
 from rltutor.train import Trainer
 
 __all__ = [
@@ -127,10 +129,10 @@ def run_agent(
     """One training run of the template agent on the task distribution ``tasks`` (``"fixed"`` or ``"mix"``,
     :data:`rltutor.config.TEMPLATE_TASKS`): ``updates`` updates of num_groups x group_size episodes (32 with the
     stored settings); one row per update."""
-    if guard not in GUARD_POLICIES:
-        raise ValueError(f"guard must be one of {GUARD_POLICIES}, got {guard!r}")
-    settings = {**template_settings(algo, tasks), "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
-    trainer = Trainer(make_config(algo, **settings))
+    if tasks not in TEMPLATE_TASKS:
+        raise ValueError(f"unknown tasks {tasks!r}; valid: {', '.join(TEMPLATE_TASKS)}")
+    sets = {"env_options": TEMPLATE_TASKS[tasks], "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
+    trainer = Trainer(resolve(algo, "toolshell", sets={"agent_policy": "templates", **sets}))
     for _ in range(updates):
         trainer.step()
     df = trainer.history_frame()
@@ -165,16 +167,11 @@ def hack_curves(
 
 
 SUB_ADVANTAGE_RUNS: dict[str, tuple[str, dict]] = {
-    "ppo_bootstrap": ("ppo", {}),
-    "ppo_no_bootstrap": ("ppo", {}),
-    "slime_grpo": ("grpo", {}),
-    "broadcast_grpo": ("grpo", {"estimator": "reinforce", "gamma": 1.0}),
-    "split_reward": ("grpo", {}),
-    "index_groups": ("grpo", {}),
+    name: (mode.algo, mode.requires) for name, mode in SUB_ADVANTAGE_MODES.items()
 }
-"""Per way of assigning an episode's outcome to its sub-trajectories (rltutor.rollout.compaction.SUB_ADVANTAGES):
-the algorithm it runs under and the settings it needs (broadcast_grpo: the episode's GRPO advantage, copied
-to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
+"""Per way of assigning an episode's outcome to its sub-trajectories (rltutor.rollout.compaction.SUB_ADVANTAGE_MODES):
+the algorithm it runs under and the settings it needs, as registered (broadcast_grpo: the episode's GRPO
+advantage, copied to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
 
 
 def _run_compaction(args: tuple) -> pd.DataFrame:
@@ -294,10 +291,11 @@ def sub_advantage_snr(
     from rltutor.build import build
     from rltutor.envs.toolshell import ToolShell
     from rltutor.experiments.variance import summarize as grad_summary
-    from rltutor.rollout.compaction import assign_rewards
-    from rltutor.rollout.templates import TemplateCollector, _comparable_frac, outcome_to_go
+    from rltutor.rollout.compaction import assign_rewards, comparable_fraction
+    from rltutor.rollout.templates import TemplateCollector, outcome_to_go
 
-    base = make_config("ppo", **{**template_settings("ppo", tasks), "seed": seed, "total_steps": 10**9})
+    sets = {"agent_policy": "templates", "env_options": TEMPLATE_TASKS[tasks], "seed": seed, "total_steps": 10**9}
+    base = resolve("ppo", "toolshell", sets=sets)
     policy0, _ = build(base)
     knobs = dict(TEMPLATE_TASKS[tasks])
     G, n_tasks, gamma, lam = base.group_size, base.num_groups, base.gamma, base.lam
@@ -336,19 +334,15 @@ def sub_advantage_snr(
                 meta, mask = i["meta"], b["mask"]
                 outcome = torch.tensor(i["episode_returns"], dtype=mask.dtype)
                 r, gid = assign_rewards(mode, meta, outcome, mask, b["values"], gamma, n_tasks, G)
-                if mode.startswith("ppo"):
-                    est, gm = "gae", gamma
-                elif mode == "broadcast_grpo":
-                    est, gm = "reinforce", 1.0
-                else:
-                    est, gm = "grpo", 1.0
+                m = SUB_ADVANTAGE_MODES[mode]  # its estimator, at its registered discount or the run's
+                est, gm = m.estimator, gamma if m.gamma is None else m.gamma
                 adv, _ = compute_advantages(
                     est, rewards=r, mask=mask, values=b["values"], group_ids=gid, gamma=gm, lam=lam
                 )
                 logp = policy.evaluate(b)["logp"]
                 surrogate = (adv.detach() * logp * mask).sum() / mask.sum()
                 grads.append(torch.cat([x.flatten() for x in torch.autograd.grad(surrogate, params)]))
-                comparable.append(_comparable_frac(mode, gid, meta))
+                comparable.append(comparable_fraction(mode, gid, meta))
             g = torch.stack(grads)[:, None, :]  # (M, 1, P)
             out = grad_summary(g, g.mean(0))
             rows.append(

@@ -89,7 +89,7 @@ import pandas as pd
 import torch
 
 from rltutor.build import warm_start
-from rltutor.config import LM_ALGOS, LM_SCALES, lm_settings, make_config
+from rltutor.config import LM_ALGOS, LM_SCALES, resolve
 from rltutor.experiments.runs import RunStore, run_all, store_records
 from rltutor.experiments.stats import paired_row, verdict_table
 from rltutor.models.lm_policy import CRITICS, LMPolicy, critic_cost
@@ -135,8 +135,12 @@ def lm_config(
     task_options: dict | None = None,
     **overrides,
 ):
-    """A trainer :class:`~rltutor.config.Config` for ``algo`` on a token task at this scale."""
-    return make_config(algo, **lm_settings(algo, task, scale, seed, task_options, **overrides))
+    """A trainer :class:`~rltutor.config.Config` for ``algo`` on a token task at this scale
+    (:func:`rltutor.config.resolve`: the tuned settings of :func:`rltutor.config.lm_settings`, then these)."""
+    check_choice("language-model algorithm", algo, LM_ALGOS)
+    env_options = {**(task_options or {}), **overrides.pop("env_options", {})}
+    sets = {"env_options": env_options, "seed": seed, "total_steps": 10**9, **overrides}
+    return resolve(algo, task, resolve_scale(scale), sets=sets)
 
 
 def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:

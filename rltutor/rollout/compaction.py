@@ -17,32 +17,43 @@ Strategies (:data:`COMPACTIONS`):
   summary; here it is scripted, and whether its tokens are trained is a switch
   (``train_summary``, default off; see :class:`~rltutor.rollout.agent.AgentCollector`).
 
-Then how the advantages of the K sub-trajectories of an episode are assigned: :data:`SUB_ADVANTAGES`
-and :func:`assign_rewards`, which turn the collected sub-trajectories into the trainer's rewards and
-group ids, so that the one trainer and the registered estimators do the rest.
+Then how the advantages of the K sub-trajectories of an episode are assigned: a registry of *modes*
+(:data:`SUB_ADVANTAGE_MODES`, added to with :func:`register_sub_advantage`; :data:`SUB_ADVANTAGES` says
+what each does) and :func:`assign_rewards`, which turn the collected sub-trajectories into the trainer's
+rewards and group ids, so that the one trainer and the registered estimators do the rest.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
-from rltutor.advantages import group_advantages
+from rltutor.advantages import ESTIMATORS, group_advantages
 from rltutor.envs.toolshell.vocab import CMD, EOS, OBS, decode, encode
 from rltutor.utils import check_choice
 
 __all__ = [
     "COMPACTIONS",
     "SUB_ADVANTAGES",
+    "SUB_ADVANTAGE_MODES",
+    "SubAdvantage",
+    "SubTrajectories",
+    "register_sub_advantage",
+    "resolve_sub_advantage",
     "turn_tokens",
     "summarize",
     "compact",
+    "sub_advantage_batch",
     "assign_rewards",
     "comparable_rows",
+    "comparable_fraction",
 ]
 
 COMPACTIONS = ("none", "recent", "summary")
+"""The compaction strategies (the module docstring says what each keeps); rltutor.config checks against them."""
 
 _FACT = re.compile(
     r"^(?:\w+ is defined in \S+|from [\w.]+ import \w+|[A-Za-z_]\w* = \w+|\w+ is the sum of .*|- \S+\.py"
@@ -111,22 +122,160 @@ def compact(
 
 
 # ----------------------------------------------------------------------------------------------
-# Advantages for sub-trajectories
+# Advantages for sub-trajectories: a registry of modes
 # ----------------------------------------------------------------------------------------------
+#
+# An episode split into K sub-trajectories is K training rows with one outcome between them. A *mode* says
+# how the rows get their learning signal. Each is one small function of the rows (:class:`SubTrajectories`),
+# registered with :func:`register_sub_advantage`, and returns either
+#
+# * ``(rewards (R, T), group_ids (R,))`` for the estimator it names (``estimator="gae"``, ``"grpo"``...): the
+#   one trainer then runs that estimator, as for any other batch; or
+# * the advantages (R, T) themselves (``estimator=None``), for a mode no registered estimator can express
+#   (GAE run across a compaction boundary, say). :func:`sub_advantage_batch` then also gives the trainer the
+#   plain outcome rewards, for its critic target and its logged metrics.
+#
+# Config's checks (rltutor.config), the "auto" choice (:func:`resolve_sub_advantage`), the labs' table of arms
+# and :func:`comparable_fraction` all read the registered facts, never a list of names.
 
-SUB_ADVANTAGES = {
-    "ppo_bootstrap": "GAE per sub-trajectory; the last reward of a compacted row gets gamma * V(first state of "
-    "the next sub-trajectory) (needs a critic)",
-    "ppo_no_bootstrap": "GAE per sub-trajectory; the value after a compaction boundary is 0 (slime's PPO path)",
-    "slime_grpo": "every sub-trajectory gets the episode's outcome reward; groups by task when rows == tasks x G, "
-    "else the whole batch is one group (slime's fallback)",
-    "broadcast_grpo": "the episode's group advantage (GRPO over its G episodes) on every sub-trajectory "
-    "(use with estimator='reinforce', gamma=1: the return-to-go is that advantage)",
-    "split_reward": "each of an episode's K sub-trajectories gets outcome / K; groups by task",
-    "index_groups": "every sub-trajectory gets the outcome; groups by (task, sub-trajectory index), an index "
-    "reached by fewer than 2 episodes joins the last index reached by at least 2",
-}
-"""How an episode's sub-trajectories get rewards and groups: name -> what it does (chapter 11)."""
+BASELINES = ("critic", "groups", "episodes")
+"""What a mode's advantage is measured against: a learned V(s) ("critic", no groups), the other rows of its
+group ("groups", the group ids it returns) or the other whole episodes of its task ("episodes")."""
+
+
+@dataclass(frozen=True)
+class SubTrajectories:
+    """The R rows (sub-trajectories) of a batch's E episodes, as every mode reads them.
+
+    Rows of an episode are consecutive, in order; every row has at least one generated token.
+    """
+
+    meta: torch.Tensor
+    """(R, 4) long, per row ``(task, episode, k, K)``: its task (group of G episodes), its episode, its index k
+    among the episode's K sub-trajectories"""
+    outcome: torch.Tensor
+    """(E,) float, each episode's outcome reward"""
+    mask: torch.Tensor
+    """(R, T) 0/1, the generated (trained) tokens of each row"""
+    values: torch.Tensor | None = None
+    """(R, T) V(s_t) at collection, or None without a critic"""
+    gamma: float = 1.0
+    """the discount of a bootstrap"""
+    lam: float = 1.0
+    """GAE's lambda, for a mode that computes advantages itself"""
+    num_tasks: int | None = None
+    """tasks in the batch (``slime_grpo``'s test for its fallback)"""
+    group_size: int | None = None
+    """G, episodes per task"""
+
+    @property
+    def task(self) -> torch.Tensor:
+        return self.meta[:, 0]  # (R,)
+
+    @property
+    def episode(self) -> torch.Tensor:
+        return self.meta[:, 1]  # (R,)
+
+    @property
+    def k(self) -> torch.Tensor:
+        return self.meta[:, 2]  # (R,)
+
+    @property
+    def K(self) -> torch.Tensor:
+        return self.meta[:, 3]  # (R,)
+
+    @property
+    def final(self) -> torch.Tensor:
+        return self.k == self.K - 1  # (R,) the episode's last sub-trajectory
+
+    @property
+    def r_out(self) -> torch.Tensor:
+        return self.outcome.to(self.mask.dtype)[self.episode]  # (R,) the outcome of each row's episode
+
+    def on_last(self, r_last: torch.Tensor) -> torch.Tensor:
+        """(R, T) rewards: ``r_last`` (R,) on each row's last generated token, 0 elsewhere."""
+        rewards = torch.zeros_like(self.mask)
+        rewards[torch.arange(len(self.mask), device=self.mask.device), _last_valid(self.mask)] = r_last
+        return rewards
+
+
+@dataclass(frozen=True)
+class SubAdvantage:
+    """One registered mode: its function and what the rest of the package needs to know about it."""
+
+    name: str
+    fn: Callable[[SubTrajectories], tuple[torch.Tensor, torch.Tensor] | torch.Tensor]
+    """``fn(rows) -> (rewards, group_ids)`` for ``estimator``, or ``-> advantages`` when estimator is None"""
+    estimator: str | None
+    """the advantage estimator its rewards and groups are made for (rltutor.advantages.ESTIMATORS); None: fn
+    returns the advantages"""
+    gamma: float | None
+    """the discount that estimator must run at (None: the run's own)"""
+    any_estimator: bool
+    """its rewards and groups suit any estimator (the run's is not checked); else the run must use ``estimator``
+    (at ``gamma``)"""
+    needs_critic: bool
+    """it reads the critic's values"""
+    baseline: str
+    """what its advantage is measured against (:data:`BASELINES`)"""
+    algo: str
+    """the preset it runs under (the labs' arm; the fix an error suggests)"""
+    auto: bool
+    """``sub_advantage="auto"`` picks it for runs whose critic setting equals ``needs_critic``"""
+    framework: str | None
+    """the training framework whose choice it reproduces, where the code names one"""
+    what: str
+    """what it does, in one line (its function's docstring)"""
+
+    @property
+    def requires(self) -> dict:
+        """The Config settings a run of this mode must have (empty: any estimator will do)."""
+        if self.any_estimator or self.estimator is None:
+            return {}
+        return {"estimator": self.estimator, **({} if self.gamma is None else {"gamma": self.gamma})}
+
+
+SUB_ADVANTAGE_MODES: dict[str, SubAdvantage] = {}
+"""The registry of sub-advantage modes by name (:func:`register_sub_advantage` adds one)."""
+SUB_ADVANTAGES: dict[str, str] = {}
+"""How an episode's sub-trajectories get rewards and groups: name -> what it does (chapter 11); filled by
+:func:`register_sub_advantage`."""
+
+
+def register_sub_advantage(
+    name: str,
+    *,
+    estimator: str | None,
+    algo: str,
+    needs_critic: bool = False,
+    gamma: float | None = None,
+    any_estimator: bool = False,
+    baseline: str = "groups",
+    auto: bool = False,
+    framework: str | None = None,
+):
+    """Register ``fn(rows: SubTrajectories)`` as the sub-advantage mode ``name`` (see :class:`SubAdvantage` for
+    the arguments). ``fn``'s docstring, first paragraph, says what it does: it becomes ``SUB_ADVANTAGES[name]``.
+    Registering a name twice, or a second "auto" mode for one critic setting, is an error."""
+
+    def deco(fn):
+        if name in SUB_ADVANTAGE_MODES or name == "auto":
+            raise ValueError(f"a sub-advantage mode named {name!r} is already registered (or reserved)")
+        if estimator is not None:
+            check_choice("advantage estimator", estimator, ESTIMATORS)
+        check_choice("baseline", baseline, BASELINES)
+        if auto and any(m.auto and m.needs_critic == needs_critic for m in SUB_ADVANTAGE_MODES.values()):
+            raise ValueError(f"a mode with needs_critic={needs_critic} is already the 'auto' one")
+        what = " ".join((fn.__doc__ or "").split("\n\n")[0].split())
+        if not what:
+            raise ValueError(f"sub-advantage mode {name!r}: its function needs a docstring saying what it does")
+        SUB_ADVANTAGE_MODES[name] = SubAdvantage(
+            name, fn, estimator, gamma, any_estimator, needs_critic, baseline, algo, auto, framework, what
+        )
+        SUB_ADVANTAGES[name] = what
+        return fn
+
+    return deco
 
 
 def _last_valid(mask: torch.Tensor) -> torch.Tensor:
@@ -142,6 +291,119 @@ def _first_valid(mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask > 0, pos, T).min(1).values
 
 
+@register_sub_advantage("ppo_bootstrap", estimator="gae", algo="ppo", needs_critic=True, baseline="critic", auto=True)
+def _ppo_bootstrap(b: SubTrajectories):
+    """GAE per sub-trajectory; the last reward of a compacted row gets gamma * V(first state of the next
+    sub-trajectory) (needs a critic)"""
+    if b.values is None:
+        raise ValueError("sub_advantage='ppo_bootstrap' needs critic values; use a critic or 'ppo_no_bootstrap'")
+    R, T = b.mask.shape
+    nxt = (torch.arange(R, device=b.mask.device) + 1).clamp(max=R - 1)  # the next row: the episode's next piece
+    v_next = b.values[nxt, _first_valid(b.mask)[nxt].clamp(max=T - 1)]  # V(compacted state)
+    r_last = torch.where(b.final, b.r_out, 0.0) + torch.where(b.final, 0.0, b.gamma * v_next)  # r += gamma V(s')
+    return b.on_last(r_last), b.task.clone()
+
+
+@register_sub_advantage("ppo_no_bootstrap", estimator="gae", algo="ppo", baseline="critic", framework="slime")
+def _ppo_no_bootstrap(b: SubTrajectories):
+    """GAE per sub-trajectory; the value after a compaction boundary is 0 (slime's PPO path)"""
+    return b.on_last(torch.where(b.final, b.r_out, 0.0)), b.task.clone()
+
+
+# The group modes below give rewards and groups that any estimator reads: GRPO's family over the groups, as
+# their lab arm runs them, or a critic-free return-to-go (what "auto" gives ``--algo reinforce``).
+@register_sub_advantage(
+    "slime_grpo", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True, auto=True, framework="slime"
+)
+def _slime_grpo(b: SubTrajectories):
+    """every sub-trajectory gets the episode's outcome reward; groups by task when rows == tasks x G, else
+    the whole batch is one group (slime's fallback)"""
+    group_ids = b.task.clone()
+    if b.num_tasks is None or b.group_size is None or len(b.mask) != b.num_tasks * b.group_size:
+        group_ids = torch.zeros_like(b.task)  # slime: rows are not prompts x G, so one batch-wide group
+    return b.on_last(b.r_out), group_ids
+
+
+@register_sub_advantage("broadcast_grpo", estimator="reinforce", algo="grpo", gamma=1.0, baseline="episodes")
+def _broadcast_grpo(b: SubTrajectories):
+    """the episode's group advantage (GRPO over its G episodes) on every sub-trajectory (use with
+    estimator='reinforce', gamma=1: the return-to-go is that advantage)"""
+    E = len(b.outcome)
+    ep_task = torch.zeros(E, dtype=torch.long, device=b.mask.device).index_put((b.episode,), b.task)  # (E,)
+    a = group_advantages(b.outcome.to(b.mask.dtype), ep_task, "grpo")  # (E,) the episodes' GRPO advantages
+    return b.on_last(a[b.episode]), b.task.clone()
+
+
+@register_sub_advantage("split_reward", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True)
+def _split_reward(b: SubTrajectories):
+    """each of an episode's K sub-trajectories gets outcome / K; groups by task"""
+    return b.on_last(b.r_out / b.K.to(b.mask.dtype)), b.task.clone()  # r = outcome / K
+
+
+@register_sub_advantage("index_groups", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True)
+def _index_groups(b: SubTrajectories):
+    """every sub-trajectory gets the outcome; groups by (task, sub-trajectory index), an index reached by
+    fewer than 2 episodes joins the last index reached by at least 2"""
+    task, k = b.task, b.k
+    k_eff = k.clone()
+    for t in task.unique().tolist():
+        in_t = task == t
+        reached = torch.bincount(k[in_t])  # episodes of task t reaching index k (one row each)
+        k2 = int((reached >= 2).nonzero().max())  # the last index at least 2 episodes reach
+        k_eff[in_t] = k[in_t].clamp(max=k2)
+    return b.on_last(b.r_out), task * (int(b.K.max()) + 1) + k_eff
+
+
+# ----------------------------------------------------------------------------------------------
+# Entry points
+# ----------------------------------------------------------------------------------------------
+
+
+def resolve_sub_advantage(name: str, critic: bool) -> str:
+    """``name``, or for ``"auto"`` the mode registered with ``auto=True`` for this critic setting (today
+    ppo_bootstrap with a critic, slime_grpo without)."""
+    if name != "auto":
+        return check_choice("sub_advantage", name, SUB_ADVANTAGE_MODES)
+    picks = [n for n, m in SUB_ADVANTAGE_MODES.items() if m.auto and m.needs_critic == bool(critic)]
+    if not picks:
+        raise ValueError(f"no sub-advantage mode is registered as 'auto' for critic={critic}; name one")
+    return picks[0]
+
+
+def sub_advantage_batch(
+    mode: str,
+    meta: torch.Tensor,
+    outcome: torch.Tensor,
+    mask: torch.Tensor,
+    values: torch.Tensor | None = None,
+    gamma: float = 1.0,
+    num_tasks: int | None = None,
+    group_size: int | None = None,
+    lam: float = 1.0,
+) -> dict[str, torch.Tensor]:
+    """The batch keys ``mode`` gives the trainer for R sub-trajectory rows (arguments: :class:`SubTrajectories`).
+
+    Always ``"rewards"`` (R, T) and ``"group_ids"`` (R,). A mode registered with ``estimator=None`` also gives
+    ``"advantages"`` (R, T), meant to be used as they are instead of the run's estimator; its ``"rewards"`` are
+    then the plain outcome on each episode's last row (for the critic's target and the logged metrics) and its
+    groups the tasks. Every reward sits on a row's last generated token.
+    """
+    check_choice("sub_advantage", mode, SUB_ADVANTAGE_MODES)
+    rows = SubTrajectories(meta, outcome, mask, values, gamma, lam, num_tasks, group_size)
+    if (_last_valid(mask) < 0).any():
+        raise ValueError("every row needs at least one generated token (mask 1)")
+    m = SUB_ADVANTAGE_MODES[mode]
+    if m.estimator is not None:
+        rewards, group_ids = m.fn(rows)
+        return {"rewards": rewards, "group_ids": group_ids}
+    advantages = m.fn(rows)
+    return {
+        "advantages": advantages * mask,
+        "rewards": rows.on_last(torch.where(rows.final, rows.r_out, 0.0)),
+        "group_ids": rows.task.clone(),
+    }
+
+
 def assign_rewards(
     mode: str,
     meta: torch.Tensor,
@@ -155,7 +417,7 @@ def assign_rewards(
     """Rewards (R, T) and group ids (R,) of R sub-trajectory rows under the ``mode`` of :data:`SUB_ADVANTAGES`.
 
     Args:
-        mode: a name in :data:`SUB_ADVANTAGES`.
+        mode: a name in :data:`SUB_ADVANTAGES` whose ``estimator`` is not None.
         meta: (R, 4) long, per row ``(task, episode, k, K)``: its task (group of G episodes), its episode,
             its index k among the episode's K sub-trajectories. Rows of an episode are consecutive, in order.
         outcome: (E,) float, each episode's outcome reward.
@@ -164,50 +426,17 @@ def assign_rewards(
         gamma: the discount of the bootstrap.
         num_tasks, group_size: the batch's tasks and G (``slime_grpo``'s test for its fallback).
 
-    Every reward sits on a row's last generated token.
+    Every reward sits on a row's last generated token. A mode that gives advantages directly is refused here
+    (its rewards alone would train the wrong thing): use :func:`sub_advantage_batch`.
     """
-    check_choice("sub_advantage", mode, SUB_ADVANTAGES)
-    R, T = mask.shape
-    task, episode, k, K = meta.unbind(1)
-    last = _last_valid(mask)
-    if (last < 0).any():
-        raise ValueError("every row needs at least one generated token (mask 1)")
-    final = k == K - 1  # (R,) the episode's last sub-trajectory
-    r_out = outcome.to(mask.dtype)[episode]  # (R,) the outcome of each row's episode
-    rows = torch.arange(R, device=mask.device)
-    group_ids = task.clone()
-    if mode in ("ppo_bootstrap", "ppo_no_bootstrap"):
-        r_last = torch.where(final, r_out, 0.0)
-        if mode == "ppo_bootstrap":
-            if values is None:
-                raise ValueError(
-                    "sub_advantage='ppo_bootstrap' needs critic values; use a critic or 'ppo_no_bootstrap'"
-                )
-            nxt = (rows + 1).clamp(max=R - 1)  # the next row: the same episode's next sub-trajectory
-            v_next = values[nxt, _first_valid(mask)[nxt].clamp(max=T - 1)]  # V(compacted state)
-            r_last = r_last + torch.where(final, 0.0, gamma * v_next)  # r_last += gamma V(s_next)
-    elif mode == "slime_grpo":
-        r_last = r_out
-        if num_tasks is None or group_size is None or R != num_tasks * group_size:
-            group_ids = torch.zeros_like(task)  # slime: rows are not prompts x G, so one batch-wide group
-    elif mode == "broadcast_grpo":
-        ep_task = torch.zeros(len(outcome), dtype=torch.long, device=mask.device).index_put((episode,), task)
-        a = group_advantages(outcome.to(mask.dtype), ep_task, "grpo")  # (E,) the episodes' GRPO advantages
-        r_last = a[episode]
-    elif mode == "split_reward":
-        r_last = r_out / K.to(mask.dtype)
-    else:  # index_groups
-        r_last = r_out
-        k_eff = k.clone()
-        for t in task.unique().tolist():
-            in_t = task == t
-            reached = torch.bincount(k[in_t])  # episodes of task t reaching index k (one row each)
-            k2 = int((reached >= 2).nonzero().max())  # the last index at least 2 episodes reach
-            k_eff[in_t] = k[in_t].clamp(max=k2)
-        group_ids = task * (int(K.max()) + 1) + k_eff
-    rewards = torch.zeros_like(mask)
-    rewards[rows, last] = r_last
-    return rewards, group_ids
+    m = SUB_ADVANTAGE_MODES.get(mode)
+    if m is not None and m.estimator is None:
+        raise ValueError(
+            f"sub_advantage={mode!r} gives the advantages themselves (estimator=None), not rewards for an "
+            "estimator; call rltutor.rollout.compaction.sub_advantage_batch and use its 'advantages'"
+        )
+    out = sub_advantage_batch(mode, meta, outcome, mask, values, gamma, num_tasks, group_size)
+    return out["rewards"], out["group_ids"]
 
 
 def comparable_rows(group_ids: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:
@@ -222,3 +451,19 @@ def comparable_rows(group_ids: torch.Tensor, meta: torch.Tensor) -> torch.Tensor
         n = int(rows.sum())
         out[rows] = n >= 2 and m[:, 0].unique().numel() == 1 and m[:, 1].unique().numel() == n
     return out
+
+
+def comparable_fraction(mode: str, group_ids: torch.Tensor, meta: torch.Tensor) -> float:
+    """The share of rows whose advantage comes from a comparison within a group of comparable samples
+    (:func:`comparable_rows`), by the mode's registered baseline: NaN for a critic's ("critic": no groups);
+    for "episodes" (``broadcast_grpo``, whose groups are whole episodes of one task) the share of rows whose
+    episode has at least one other episode of its task; else over the mode's ``group_ids``."""
+    baseline = SUB_ADVANTAGE_MODES[check_choice("sub_advantage", mode, SUB_ADVANTAGE_MODES)].baseline
+    if baseline == "critic":
+        return float("nan")
+    if baseline == "episodes":
+        episodes_per_task = torch.zeros(int(meta[:, 0].max()) + 1, dtype=torch.long, device=meta.device)
+        first = meta[:, 2] == 0
+        episodes_per_task.index_add_(0, meta[first, 0], torch.ones_like(meta[first, 0]))
+        return float((episodes_per_task[meta[:, 0]] >= 2).float().mean())
+    return float(comparable_rows(group_ids, meta).float().mean())
