@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rltutor.advantages import ESTIMATORS, GROUP_METHODS
+from rltutor.advantages import ESTIMATORS, GROUP_ESTIMATORS
 from rltutor.envs import ENVS
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
@@ -296,7 +296,7 @@ class Config:
         check_choice("guard", self.guard, GUARD_POLICIES)
         check_device(self.device)
         self._check_numbers()
-        self.uses_groups = self.estimator in GROUP_METHODS
+        self.uses_groups = self.estimator in GROUP_ESTIMATORS
         if self.uses_groups and self.group_size < 2:
             raise ValueError(
                 f"the {self.estimator!r} estimator compares each episode with the others of its "
