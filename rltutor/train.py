@@ -167,6 +167,7 @@ class Trainer:
         self.policy = policy.to(self.device)
         self.collector = collector
         self._bounded = "max_steps" in inspect.signature(collector.collect).parameters  # see step()
+        self.budget: int | None = None  # the env steps train() runs to (None: config.total_steps)
         # One fused kernel per step instead of a loop over parameters: 4x faster for small MLPs on CPU.
         fused = self.device.type in ("cpu", "cuda")
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5, fused=fused)
@@ -361,13 +362,13 @@ class Trainer:
             return 0.0
         return self.lr_anchor * max(0.0, 1.0 - (steps - self.lr_anchor_steps) / span)
 
-    def step(self, total_steps: int | None = None) -> dict:
+    def step(self) -> dict:
         """Collect one batch, update once, append and return the metrics.
 
         A collector whose batch size depends on the policy (an agent's: its episodes' turns and commands
-        grow as it learns) takes ``max_steps``, the env steps left before ``total_steps`` (default: the
-        config's budget), and starts no new round of turns beyond it: a run then ends within its budget
-        plus one round, instead of one batch of any size."""
+        grow as it learns) takes ``max_steps``, the env steps left before the budget (:meth:`train`'s, else
+        the config's), and starts no new round of turns beyond it: a run then ends within its budget plus
+        one round, instead of one batch of any size."""
         c = self.config
         t0 = time.perf_counter()
         lr = self._lr()
@@ -375,7 +376,7 @@ class Trainer:
             g["lr"] = lr  # linear annealing: lr_k = lr_0 * (1 - steps / total_steps)
         self.policy.eval()
         if self._bounded:
-            left = max(1, (c.total_steps if total_steps is None else total_steps) - self.env_steps)
+            left = max(1, (c.total_steps if self.budget is None else self.budget) - self.env_steps)
             batch, info = self.collector.collect(self.policy, self.generator, max_steps=left)
         else:
             batch, info = self.collector.collect(self.policy, self.generator)
@@ -434,6 +435,7 @@ class Trainer:
                 f"checkpoint_every must be an integer >= 1 (updates between checkpoints), got {checkpoint_every!r}"
             )
         total = self.config.total_steps if total_steps is None else int(total_steps)
+        self.budget = total
         log = _CsvLog(metrics) if metrics else None
         if log:
             log.rewrite(self.history)  # start from the history this trainer holds (a resumed run's)
@@ -449,7 +451,7 @@ class Trainer:
         ):
             while self.env_steps < total and not interrupted():
                 before = self.env_steps
-                row = self.step(total)
+                row = self.step()
                 if log:
                     log.append(self.history)
                 bar.update(min(self.env_steps, total) - min(before, total))
