@@ -211,3 +211,24 @@ def test_a_run_stays_within_its_step_budget(policy):
     one_round = E * cfg.max_cmd_tokens if policy == "tokens" else E
     assert budget <= trainer.env_steps < budget + one_round, history["env_steps"].tolist()
     assert history["timeout_rate"].iloc[-1] > 0  # the last batch's unfinished episodes end without a submit
+
+
+def test_context_spec_refuses_bad_settings_in_one_place():
+    with pytest.raises(ValueError, match="compaction"):
+        ContextSpec(compaction="fold")
+    with pytest.raises(ValueError, match="keep_turns"):
+        ContextSpec(keep_turns=-1)
+    with pytest.raises(ValueError, match="max_cmd_tokens"):
+        ContextSpec(max_cmd_tokens=0)
+    with pytest.raises(ValueError, match="train_summary"):
+        ContextSpec(train_summary=1)
+    with pytest.raises(ValueError, match="pass context_budget"):
+        ContextSpec(context_budget=None)  # "recent" needs a budget to act on
+    assert ContextSpec(context_budget=None, compaction="none").room == 1 + ContextSpec.max_cmd_tokens
+    make = ToolShell(hops=2).knobs
+    with pytest.raises(ValueError, match="needs a context budget"):
+        AgentCollector(lambda: ToolShell(**make), TokenChooser(), spec=ContextSpec(None, "none"))
+    with pytest.raises(ValueError, match=r"pass TokenChooser\(16\)"):
+        AgentCollector(lambda: ToolShell(**make), TokenChooser(24), spec=ContextSpec(**KW))
+    with pytest.raises(ValueError, match="sub_advantage=None"):
+        AgentCollector(lambda: ToolShell(**make), TokenChooser(), sub_advantage=None)

@@ -389,6 +389,11 @@ class AgentCollector:
                 f"chooser without compaction); with compaction={spec.compaction!r} and a "
                 f"{type(chooser).__name__} pass sub_advantage (one of {', '.join(SUB_ADVANTAGES)})"
             )
+        if chooser.counts_tokens and chooser.max_cmd != spec.max_cmd_tokens:
+            raise ValueError(
+                f"the chooser writes commands of up to {chooser.max_cmd} tokens but the context keeps room for "
+                f"max_cmd_tokens={spec.max_cmd_tokens}; pass TokenChooser({spec.max_cmd_tokens})"
+            )
         if chooser.counts_tokens and spec.context_budget is None:
             raise ValueError(
                 "a token chooser's model needs a context budget (its block_size): pass "
