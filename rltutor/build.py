@@ -8,17 +8,25 @@ The one place that wires a model to an environment:
 * a token task gets a seeded :class:`~rltutor.models.gpt.TinyGPT`, warm-started by :func:`sft`,
   wrapped in an :class:`~rltutor.models.lm_policy.LMPolicy` (with a critic when ``config.critic``),
   and an :class:`~rltutor.rollout.tokens.LMCollector` of ``num_groups`` prompts x ``group_size``
-  completions.
+  completions;
+* an agent environment (toolshell) gets the chooser ``config.agent_policy`` names (:func:`agent_chooser`:
+  a TinyGPT that writes commands in an LMPolicy, or a
+  :class:`~rltutor.models.template_policy.TemplatePolicy` that picks them), its network warm-started on
+  the scripted honest solver's demonstrations played through the run's own context
+  (:func:`agent_warm_start`), and an :class:`~rltutor.rollout.agent.AgentCollector` of ``num_groups``
+  tasks x ``group_size`` episodes, with the context settings of :func:`context_spec` and the environments
+  of :func:`agent_env_factory` (behind the guard when ``config.guard`` is set).
 
-The warm start is cached per setting (:func:`warm_start`), so GRPO and PPO runs of one experiment
-start from the very same weights. The reference policy of the KL penalty is the trainer's frozen
+Warm starts are cached per setting (:func:`warm_start`, :func:`agent_warm_start`), so GRPO and PPO runs
+of one experiment start from the very same weights. The reference policy of the KL penalty is the trainer's frozen
 copy of the policy it is given.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
-import torch.nn.functional as F
 
 from rltutor.config import AGENT_ENVS, Config
 from rltutor.envs import make_env
@@ -31,21 +39,20 @@ from rltutor.models.gpt import TinyGPT
 from rltutor.models.lm_policy import LMPolicy, make_model
 from rltutor.models.mlp import MLPActorCritic
 from rltutor.models.template_policy import TemplatePolicy
-from rltutor.rollout.agent import AgentCollector, play_scripted
+from rltutor.rollout.agent import AgentCollector, TokenChooser, demonstrations, sft_step
 from rltutor.rollout.compaction import resolve_sub_advantage
-from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateCollector, behaviour_clone, template_demos
+from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateChooser
 from rltutor.rollout.tokens import LMCollector
 from rltutor.rollout.vector import EpisodeCollector, SegmentCollector
+from rltutor.utils import get_device
 
 __all__ = [
     "build",
     "sft",
     "warm_start",
-    "agent_demos",
-    "agent_sft",
+    "agent_chooser",
     "agent_warm_start",
     "agent_env_factory",
-    "template_warm_start",
 ]
 
 
@@ -72,9 +79,8 @@ def build(config: Config):
     if config.env in AGENT_ENVS:
         return _build_agent(config, env)
     if isinstance(env, TokenTask):
-        device = None if config.device == "auto" else config.device
         policy = LMPolicy(
-            warm_start(config, env, device),
+            warm_start(config, env, config.device),
             critic_kind=config.critic_kind if config.critic else "none",
             temperature=config.temperature,
         )
@@ -103,17 +109,6 @@ def build(config: Config):
     return policy, collector
 
 
-def _agent_kwargs(config: Config) -> dict:
-    return dict(
-        context_budget=config.context_budget,
-        compaction=config.compaction,
-        keep_turns=config.keep_turns,
-        max_cmd_tokens=config.max_cmd_tokens,
-        max_obs_tokens=config.max_obs_tokens,
-        train_summary=config.train_summary,
-    )
-
-
 def agent_env_factory(config: Config, env: ToolShell):
     """``make_env() -> env``: copies of ``env``'s task settings, each in a :class:`~rltutor.guard.wrapper.GuardedEnv`
     (one shared :meth:`~rltutor.guard.Guard.default` guard) when ``config.guard`` is not "none"."""
@@ -124,164 +119,84 @@ def agent_env_factory(config: Config, env: ToolShell):
     return lambda: GuardedEnv(ToolShell(**knobs), guard, config.guard, seed=config.seed)
 
 
-def _template_context(config: Config) -> dict:
-    """The template collector's context settings (the token agent's: budget, compaction, room, observation
-    length)."""
-    return dict(
-        context_budget=config.context_budget,
-        compaction=config.compaction,
-        keep_turns=config.keep_turns,
-        max_cmd_tokens=config.max_cmd_tokens,
-        max_obs_tokens=config.max_obs_tokens,
-    )
+def agent_chooser(config: Config) -> TokenChooser | TemplateChooser:
+    """The chooser ``config.agent_policy`` names: a :class:`~rltutor.rollout.agent.TokenChooser` (TinyGPT
+    writes the commands) or a :class:`~rltutor.rollout.templates.TemplateChooser` (a template policy picks
+    them)."""
+    if config.agent_policy == "templates":
+        return TemplateChooser(max_cands=64, smoothing=config.bc_smoothing)
+    return TokenChooser(config.max_cmd_tokens)
 
 
-def template_warm_start(config: Config, env: ToolShell, device=None) -> TemplatePolicy:
-    """The template policy (seeded with ``config.seed``) after ``config.sft_steps`` steps of behaviour
-    cloning on 128 scripted honest solves (label smoothing ``config.bc_smoothing``); cached per setting."""
+_DEMOS = {"templates": 128, "tokens": 256}  # scripted honest solves each warm start learns from
+
+
+def agent_warm_start(config: Config, env: ToolShell | None = None, device=None):
+    """The agent's network after ``config.sft_steps`` supervised steps (lr ``config.sft_lr``) on scripted honest
+    solves played through the run's own context and compactions
+    (:func:`~rltutor.rollout.agent.demonstrations`): the chooser's ``clone``. With ``agent_policy="tokens"``
+    the TinyGPT (seeded with ``config.seed``, block_size = ``context_budget``; 256 demonstrations), with
+    ``"templates"`` the :class:`~rltutor.models.template_policy.TemplatePolicy` (128 demonstrations, label
+    smoothing ``config.bc_smoothing``). Cached per setting."""
+    if env is None:
+        env = make_env(config.env, seed=config.seed, **config.env_options)
+    spec, chooser, knobs = config.context_spec(), agent_chooser(config), env.knobs
+    templates = config.agent_policy == "templates"
     key = (
-        "templates",
-        tuple(sorted(env.knobs.items())),
+        "agent",
+        config.agent_policy,
+        tuple(sorted(knobs.items())),
+        *((config.bc_smoothing, config.critic) if templates else (config.n_layer, config.n_head, config.n_embd)),
         config.sft_steps,
         config.sft_lr,
-        config.bc_smoothing,
         config.seed,
-        config.critic,
-        tuple(sorted(_template_context(config).items())) if config.compaction != "none" else (),
+        dataclasses.astuple(spec),
     )
-    torch.manual_seed(config.seed)
-    policy = TemplatePolicy(CAND_DIM, STATE_DIM, hidden=64, critic=config.critic)
-
-    def clone():
-        knobs = env.knobs
-        # demonstrations through the same compactions RL will meet
-        context = _template_context(config) if config.compaction != "none" else None
-        demos = template_demos(lambda: ToolShell(**knobs), scripted_solver, 128, seed=config.seed, context=context)
-        behaviour_clone(
-            policy,
-            demos,
-            steps=config.sft_steps,
-            lr=config.sft_lr,
-            smoothing=config.bc_smoothing,
-            generator=torch.Generator().manual_seed(config.seed),
+    if templates:
+        torch.manual_seed(config.seed)
+        net = TemplatePolicy(CAND_DIM, STATE_DIM, hidden=64, critic=config.critic)
+    else:
+        net = make_model(
+            len(TOOL_VOCAB), config.context_budget, config.n_layer, config.n_head, config.n_embd, config.seed, device
         )
 
-    _cached_start(key, policy, clone)
-    return policy.to(device) if device else policy
+    def clone():
+        g = torch.Generator().manual_seed(config.seed)
+        demos = demonstrations(
+            lambda: ToolShell(**knobs), scripted_solver, _DEMOS[config.agent_policy], chooser, spec, seed=config.seed
+        )
+        chooser.clone(net, demos, steps=config.sft_steps, lr=config.sft_lr, generator=g)
+
+    _cached_start(key, net, clone)
+    return net.to(get_device(device)) if templates and device else net
 
 
 def _build_agent(config: Config, env: ToolShell):
-    """A multi-turn agent: a TinyGPT over the toolshell vocabulary, warm-started on the scripted honest
-    solver's demonstrations, and an :class:`~rltutor.rollout.agent.AgentCollector`; or, with
-    ``agent_policy="templates"``, a :class:`~rltutor.models.template_policy.TemplatePolicy` cloned from the
-    same solver and a :class:`~rltutor.rollout.templates.TemplateCollector`."""
-    make = agent_env_factory(config, env)
+    """A multi-turn agent: the chooser ``config.agent_policy`` names (:func:`agent_chooser`), its network
+    warm-started on the scripted honest solver's demonstrations (:func:`agent_warm_start`; for the token
+    chooser wrapped in an :class:`~rltutor.models.lm_policy.LMPolicy`) and an
+    :class:`~rltutor.rollout.agent.AgentCollector`. ``sub_advantage="auto"``: the registry's default
+    (:func:`rltutor.rollout.compaction.resolve_sub_advantage`: ``ppo_bootstrap`` with a critic, else
+    ``slime_grpo``); for the template chooser without compaction, every turn's reward where it is paid
+    (``None``: one row per episode)."""
     sub = resolve_sub_advantage(config.sub_advantage, config.critic)  # "auto": the registered default
-    if config.agent_policy == "templates":
-        device = None if config.device == "auto" else config.device
-        # without compaction and with sub_advantage "auto", every turn's reward where it is paid (one row per
-        # episode); otherwise the episode's outcome assigned to its sub-trajectories by the chosen mode
-        per_turn = config.compaction == "none" and config.sub_advantage == "auto"
-        collector = TemplateCollector(
-            make,
-            num_tasks=config.num_groups,
-            group_size=config.group_size,
-            turn_cost=config.turn_cost,
-            sub_advantage=None if per_turn else sub,
-            gamma=config.gamma,
-            **_template_context(config),
-        )
-        return template_warm_start(config, env, device), collector
-    device = None if config.device == "auto" else config.device
-    critic_kind = config.critic_kind if config.critic else "none"
-    policy = LMPolicy(agent_warm_start(config, env, device), critic_kind=critic_kind, temperature=config.temperature)
+    if config.agent_policy == "templates" and config.compaction == "none" and config.sub_advantage == "auto":
+        sub = None  # one row per episode: every turn's reward where it is paid
+    net = agent_warm_start(config, env, config.device)
+    if config.agent_policy == "tokens":
+        critic_kind = config.critic_kind if config.critic else "none"
+        net = LMPolicy(net, critic_kind=critic_kind, temperature=config.temperature)
     collector = AgentCollector(
-        make,
+        agent_env_factory(config, env),
+        agent_chooser(config),
         num_tasks=config.num_groups,
         group_size=config.group_size,
+        spec=config.context_spec(),
         sub_advantage=sub,
         gamma=config.gamma,
-        **_agent_kwargs(config),
+        turn_cost=config.turn_cost,
     )
-    return policy, collector
-
-
-def agent_demos(env: ToolShell, n: int, seed: int = 0, **kwargs) -> list:
-    """``n`` episodes of the scripted honest solver on fresh tasks, played through the collector's own
-    context and compaction logic (:func:`rltutor.rollout.agent.play_scripted`): rows for :func:`agent_sft`.
-    The honest solver only: hacking, if it comes, is discovered by RL."""
-    twin = ToolShell(**env.knobs)
-    rng = torch.Generator().manual_seed(seed)
-    episodes = []
-    for i in range(n):
-        twin.reset(seed=int(torch.randint(0, 2**31 - 1, (1,), generator=rng)))
-        episodes.append(play_scripted(twin, scripted_solver(twin), task=i, **kwargs))
-    return episodes
-
-
-def agent_sft(
-    model: TinyGPT,
-    episodes: list,
-    steps: int = 200,
-    batch_size: int = 32,
-    lr: float = 3e-3,
-    generator: torch.Generator | None = None,
-) -> list[float]:
-    """Supervised fine-tuning on demonstration sub-trajectories: cross-entropy on their trained (generated)
-    tokens only, the same positions RL trains. Returns the loss of each step."""
-    from rltutor.rollout.agent import episodes_to_batch
-
-    if not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
-    device = next(model.parameters()).device
-    rows, _ = episodes_to_batch(episodes)
-    tokens, mask = rows["tokens"], rows["mask"]  # (R, L), (R, L - 1)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
-    losses = []
-    model.train()
-    for _ in range(steps):
-        idx = torch.randint(0, len(tokens), (min(batch_size, len(tokens)),), generator=generator)
-        m = mask[idx].to(device)
-        width = int((m > 0).nonzero()[:, 1].max()) + 2  # drop the padding after the last trained token
-        x = tokens[idx, :width].to(device)
-        losses.append(_sft_step(model, opt, x, m[:, : width - 1]))
-    return losses
-
-
-def agent_warm_start(config: Config, env: ToolShell | None = None, device=None) -> TinyGPT:
-    """The agent's TinyGPT (seeded with ``config.seed``, block_size = ``context_budget``) after
-    ``config.sft_steps`` steps of :func:`agent_sft` on scripted demonstrations; cached per setting."""
-    if env is None:
-        env = make_env(config.env, seed=config.seed, **config.env_options)
-    key = (
-        "agent",
-        config.env,
-        tuple(sorted(config.env_options.items())),
-        config.n_layer,
-        config.n_head,
-        config.n_embd,
-        config.sft_steps,
-        config.sft_lr,
-        config.seed,
-        tuple(sorted(_agent_kwargs(config).items())),
-    )
-    model = make_model(
-        len(TOOL_VOCAB),
-        config.context_budget,
-        config.n_layer,
-        config.n_head,
-        config.n_embd,
-        seed=config.seed,
-        device=device,
-    )
-
-    def train():
-        g = torch.Generator().manual_seed(config.seed)
-        demos = agent_demos(env, 256, seed=config.seed, **_agent_kwargs(config))
-        agent_sft(model, demos, steps=config.sft_steps, lr=config.sft_lr, generator=g)
-
-    _cached_start(key, model, train)
-    return model
+    return net, collector
 
 
 # ----------------------------------------------------------------------------------------------
@@ -345,17 +260,5 @@ def sft(
     model.train()
     for _ in range(steps):
         tokens, loss_mask = task.sft_batch(batch_size, generator)
-        losses.append(_sft_step(model, opt, tokens.to(device), loss_mask.to(device)))
+        losses.append(sft_step(model, opt, tokens.to(device), loss_mask.to(device)))
     return losses
-
-
-def _sft_step(model: TinyGPT, opt: torch.optim.Optimizer, tokens: torch.Tensor, loss_mask: torch.Tensor) -> float:
-    """One step of next-token cross-entropy on ``tokens`` (n, L), counted where ``loss_mask`` (n, L - 1) is 1
-    (position j predicts token j + 1). Both warm starts, token tasks and the agent's, take it."""
-    logits, _ = model(tokens[:, :-1])  # (n, L - 1, V)
-    nll = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (n, L - 1)
-    loss = (nll * loss_mask).sum() / loss_mask.sum()
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    return loss.item()

@@ -35,7 +35,8 @@ from rltutor.envs import ENVS
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
 from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES
-from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGE_MODES
+from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES
+from rltutor.rollout.context import ContextSpec
 from rltutor.utils import SCALES, check_choice, check_device, check_int, check_number, resolve_scale
 
 __all__ = [
@@ -54,11 +55,6 @@ __all__ = [
 
 MAX_SEED = 2**63 - 1
 """the largest seed: torch's generators take a signed 64-bit integer"""
-MAX_CONTEXT_BUDGET = 8192
-"""the largest context_budget. The agent's TinyGPT allocates block_size = context_budget positions, and its
-attention a (T, T) mask per row: 8192 gives a 2 MB position table at n_embd=64 and a 64 MB mask, while the
-longest default episode (32 turns x (24 + 128) tokens = 4,864) fits with room to spare. 10^8 would ask for
-25.6 GB before the first step."""
 MAX_ROLLOUT_ENVS = 4096
 """the most environment copies (episodes or segments) one update may collect: each holds its rows of the
 batch (CartPole: 500 steps x ~40 bytes per copy); 100,000 copies took 5 GB and 40 s before the first update"""
@@ -290,7 +286,6 @@ class Config:
         check_choice("kl_kind", self.kl_kind, KL_KINDS)
         check_choice("scale", self.scale, SCALES)
         check_choice("critic_kind", self.critic_kind, ("head", "separate"))
-        check_choice("compaction", self.compaction, COMPACTIONS)
         check_choice("sub_advantage", self.sub_advantage, ("auto", *SUB_ADVANTAGE_MODES))
         check_choice("agent_policy", self.agent_policy, AGENT_POLICIES)
         check_choice("guard", self.guard, GUARD_POLICIES)
@@ -318,6 +313,7 @@ class Config:
                 f"max_draws={self.max_draws} refills the groups that dynamic sampling drops, but "
                 "dynamic_sampling is off; set dynamic_sampling=True (the 'dapo' preset) or max_draws=1"
             )
+        self.context_spec()  # the context settings, checked in one place (ContextSpec)
         if self.env in AGENT_ENVS:
             self._check_agent()
         self.rollout_envs = self.num_envs if self.rollout == "segments" else self.group_size * self.num_groups
@@ -343,16 +339,6 @@ class Config:
         """The agent's settings: the sub-trajectory mode must have what it is registered to need."""
         if self.sub_advantage != "auto":
             self._check_sub_advantage(SUB_ADVANTAGE_MODES[self.sub_advantage])
-        if self.agent_policy == "tokens" and self.turn_cost > 0:
-            raise ValueError(
-                f"turn_cost={self.turn_cost} is applied by the template agent only; set "
-                "agent_policy='templates' or turn_cost=0"
-            )
-        if self.context_budget < 2 * self.max_cmd_tokens + 8:
-            raise ValueError(
-                f"context_budget={self.context_budget} leaves no room for the task and a command of "
-                f"{self.max_cmd_tokens} tokens; use context_budget >= 128 (512 fits most episodes)"
-            )
 
     def _fits(self, mode) -> bool:
         """These settings give ``mode`` (a :class:`~rltutor.rollout.compaction.SubAdvantage`) what it needs."""
@@ -397,18 +383,8 @@ class Config:
         ):
             check_int(name, getattr(self, name), 1)
         check_int("seed", self.seed, 0, MAX_SEED, "torch's generators take a signed 64-bit seed")
-        check_int(
-            "context_budget",
-            self.context_budget,
-            1,
-            MAX_CONTEXT_BUDGET,
-            "the agent's model allocates a position per token of it (rltutor.config.MAX_CONTEXT_BUDGET)",
-        )
         check_int("sft_steps", self.sft_steps, 0)
         check_int("eval_every", self.eval_every, 0)
-        check_int("keep_turns", self.keep_turns, 0)
-        if not isinstance(self.train_summary, bool):
-            raise ValueError(f"train_summary must be True or False, got {self.train_summary!r}")
         if self.torch_threads is not None:
             check_int("torch_threads", self.torch_threads, 1)
         if self.overlong_buffer is not None:
@@ -436,6 +412,18 @@ class Config:
         self.hidden = tuple(self.hidden)
         for h in self.hidden:
             check_int("hidden sizes", h, 1)
+
+    def context_spec(self) -> ContextSpec:
+        """The agent's context settings, whole: what travels to the collector and each context
+        (:class:`~rltutor.rollout.context.ContextSpec`, which checks them)."""
+        return ContextSpec(
+            context_budget=self.context_budget,
+            compaction=self.compaction,
+            keep_turns=self.keep_turns,
+            max_cmd_tokens=self.max_cmd_tokens,
+            max_obs_tokens=self.max_obs_tokens,
+            train_summary=self.train_summary,
+        )
 
     def to_dict(self) -> dict:
         """The settings as plain data (config.json): the fields of the other model kind are left out."""

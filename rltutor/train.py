@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import math
 import os
 import pickle
@@ -90,7 +91,7 @@ from rltutor.advantages import compute_advantages, dead_groups, discounted_retur
 from rltutor.build import build
 from rltutor.config import Config
 from rltutor.losses import aggregate, kl_penalty, policy_loss, value_loss
-from rltutor.utils import check_int, get_device, seed_everything, write_atomic
+from rltutor.utils import check_int, explained_variance, get_device, seed_everything, write_atomic
 
 __all__ = ["Trainer", "CHECKPOINT_FORMAT"]
 
@@ -144,14 +145,6 @@ def _finite(**tensors: torch.Tensor | None) -> str | None:
     return None
 
 
-def _explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
-    """1 - Var(R - V) / Var(R) over valid steps: 1 = perfect critic, 0 = no better than a constant."""
-    m = mask.bool()
-    y, v = returns[m], values[m]
-    var_y = y.var() if y.numel() > 1 else torch.tensor(float("nan"))
-    return float("nan") if not var_y > 0 else float(1 - (y - v).var() / var_y)
-
-
 class Trainer:
     """The one training loop. ``Trainer(config)`` builds policy and collector from the config;
     ``Trainer(config, policy, collector)`` uses yours (e.g. a language model and its sampler)."""
@@ -170,9 +163,11 @@ class Trainer:
         self.generator = seed_everything(config.seed)  # drives action sampling and minibatch shuffling
         if policy is None:
             policy, collector = build(config)
-        self.device = get_device(None if config.device == "auto" else config.device)
+        self.device = get_device(config.device)
         self.policy = policy.to(self.device)
         self.collector = collector
+        self._bounded = "max_steps" in inspect.signature(collector.collect).parameters  # see step()
+        self.budget: int | None = None  # the env steps train() runs to (None: config.total_steps)
         # One fused kernel per step instead of a loop over parameters: 4x faster for small MLPs on CPU.
         fused = self.device.type in ("cpu", "cuda")
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5, fused=fused)
@@ -252,7 +247,7 @@ class Trainer:
         if c.norm_adv == "batch":
             adv = whiten(adv, mask)
         if values is not None:
-            metrics["explained_variance"] = _explained_variance(values, returns, mask)
+            metrics["explained_variance"] = explained_variance(values, returns, mask)
 
         # 4. Epochs of minibatch gradient steps over rows.
         params = [p for p in self.policy.parameters() if p.requires_grad]
@@ -368,14 +363,23 @@ class Trainer:
         return self.lr_anchor * max(0.0, 1.0 - (steps - self.lr_anchor_steps) / span)
 
     def step(self) -> dict:
-        """Collect one batch, update once, append and return the metrics."""
+        """Collect one batch, update once, append and return the metrics.
+
+        A collector whose batch size depends on the policy (an agent's: its episodes' turns and commands
+        grow as it learns) takes ``max_steps``, the env steps left before the budget (:meth:`train`'s, else
+        the config's), and starts no new round of turns beyond it: a run then ends within its budget plus
+        one round, instead of one batch of any size."""
         c = self.config
         t0 = time.perf_counter()
         lr = self._lr()
         for g in self.optimizer.param_groups:
             g["lr"] = lr  # linear annealing: lr_k = lr_0 * (1 - steps / total_steps)
         self.policy.eval()
-        batch, info = self.collector.collect(self.policy, self.generator)
+        if self._bounded:
+            left = max(1, (c.total_steps if self.budget is None else self.budget) - self.env_steps)
+            batch, info = self.collector.collect(self.policy, self.generator, max_steps=left)
+        else:
+            batch, info = self.collector.collect(self.policy, self.generator)
         self.policy.train()
         self.env_steps += int(info["env_steps"])
         metrics = self.update(batch)
@@ -431,6 +435,7 @@ class Trainer:
                 f"checkpoint_every must be an integer >= 1 (updates between checkpoints), got {checkpoint_every!r}"
             )
         total = self.config.total_steps if total_steps is None else int(total_steps)
+        self.budget = total
         log = _CsvLog(metrics) if metrics else None
         if log:
             log.rewrite(self.history)  # start from the history this trainer holds (a resumed run's)

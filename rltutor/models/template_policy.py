@@ -6,7 +6,7 @@ RL could not get far enough in CPU minutes to show hacking being learned. This p
 chapter needs (an RL policy that picks tool calls, a critic, log-probs the one trainer uses) and drops
 what costs the time (writing the command token by token).
 
-At each turn the collector (:mod:`rltutor.rollout.templates`) lists *candidates*: a template with an
+At each turn the chooser (:class:`rltutor.rollout.templates.TemplateChooser`) lists *candidates*: a template with an
 argument taken from the observations so far (``cat PATH`` for each path seen, ``ls DIR``, ``grep -rn
 WORD .``, ``curl URL``, ``submit NUMBER``), each described by a feature vector x_c (F,); the state by
 s (S,). The policy scores every candidate with one small MLP and samples from the softmax::
@@ -25,21 +25,22 @@ The batch (the contract of :mod:`rltutor.rollout`) has one row per episode and o
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
+
+from rltutor.models.mlp import layer_init
 
 __all__ = ["TemplatePolicy"]
 
 
 def _mlp(n_in: int, hidden: int, n_out: int, out_std: float) -> nn.Sequential:
+    """Two tanh layers of ``hidden`` and a linear output, initialized as :func:`~rltutor.models.mlp.layer_init`
+    does (orthogonal, gain sqrt(2), zero bias), the output layer then again with gain ``out_std``. The layers
+    are built first and initialized after (and the output twice), the order the seeded weights come from."""
     layers = [nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, n_out)]
-    for layer in layers:
-        if isinstance(layer, nn.Linear):
-            nn.init.orthogonal_(layer.weight, math.sqrt(2))
-            nn.init.zeros_(layer.bias)
-    nn.init.orthogonal_(layers[-1].weight, out_std)
+    for layer in layers[::2]:
+        layer_init(layer)
+    layer_init(layers[-1], std=out_std)
     return nn.Sequential(*layers)
 
 
@@ -91,8 +92,8 @@ class TemplatePolicy(nn.Module):
         for key in ("cand", "cand_mask", "state", "actions"):
             if key not in batch:
                 raise ValueError(
-                    f"a template batch needs {key!r}; got keys {sorted(batch)}. Build it with "
-                    "rltutor.rollout.templates.TemplateCollector"
+                    f"a template batch needs {key!r}; got keys {sorted(batch)}. Build it with an "
+                    "rltutor.rollout.agent.AgentCollector and a rltutor.rollout.templates.TemplateChooser"
                 )
         cand, cmask, state = batch["cand"], batch["cand_mask"].bool(), batch["state"]
         logp_all = torch.log_softmax(self.logits(cand, cmask, state), -1)  # (B, T, C)

@@ -3,7 +3,16 @@
 * :mod:`rltutor.rollout.vector` -- :class:`~rltutor.rollout.vector.SegmentCollector` (PPO style) and
   :class:`~rltutor.rollout.vector.EpisodeCollector` (groups of G episodes) over vector environments;
 * :mod:`rltutor.rollout.tokens` -- :class:`~rltutor.rollout.tokens.LMCollector`: prompts, G
-  completions each, verifiable rewards, DAPO's refill.
+  completions each, verifiable rewards, DAPO's refill;
+* :mod:`rltutor.rollout.agent` -- :class:`~rltutor.rollout.agent.AgentCollector`: multi-turn agent
+  episodes (G per task) in a tool environment, played by a chooser: the
+  :class:`~rltutor.rollout.agent.TokenChooser` (a language model writes each command) or the
+  :class:`~rltutor.rollout.templates.TemplateChooser` (:mod:`rltutor.rollout.templates`: a template
+  policy picks each command among candidates); one row per sub-trajectory;
+* :mod:`rltutor.rollout.context` -- the agent's :class:`~rltutor.rollout.context.Context` (token count
+  and compaction under a budget, :class:`~rltutor.rollout.context.ContextSpec`) and its episode records;
+  :mod:`rltutor.rollout.compaction` -- the compaction strategies and how the sub-trajectories of an
+  episode get their rewards and groups.
 
 The batch every collector returns and the trainer consumes is a ``dict`` of tensors with leading
 dimension B, one *row* per episode, episode piece or completion, padded to a common length T:
@@ -23,7 +32,9 @@ key             shape, dtype           meaning
 ``prompt_len``  (B,) long              P, where the completion starts in ``tokens``
 ==============  =====================  ==========================================================
 
-A collector has ``collect(policy, generator) -> (batch, info)``, ``state_dict()`` and
+A collector has ``collect(policy, generator) -> (batch, info)`` (a collector whose batch size depends
+on the policy, the agent collector, also takes ``max_steps``: it starts no new round of turns beyond
+that many env steps, and the trainer passes the budget left), ``state_dict()`` and
 ``load_state_dict(state)`` (checkpoints resume exactly) and ``evaluate(policy) -> dict`` (held-out
 metrics the trainer logs every ``Config.eval_every`` updates; ``{}`` when there are none). ``info``
 holds ``env_steps`` (int, what counts toward the budget), ``episode_returns`` and

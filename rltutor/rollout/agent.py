@@ -1,142 +1,89 @@
-"""Multi-turn agent rollout: a language model issues tool calls, the environment answers, the context grows.
+"""Multi-turn agents: one collector, :class:`AgentCollector`, for every agent policy (chapter 11).
 
-Chapter 11 (agents, compaction and reward hacking). One episode, as tokens (ids of
-:mod:`rltutor.envs.toolshell.vocab`)::
+An episode is a conversation with a tool-using environment (:class:`~rltutor.envs.toolshell.ToolShell`,
+or a :class:`~rltutor.guard.wrapper.GuardedEnv` around one). Each turn the *chooser* gives a command, the
+environment answers, and the episode's :class:`~rltutor.rollout.context.Context` grows::
 
     <task> task statement  <cmd> c o m m a n d <eos> <obs> observation  <cmd> ... <eos> <obs> ...
-    ^ environment tokens    ^env ^ generated (mask 1) ^ environment tokens (mask 0, but attended to)
+    ^ environment tokens    ^env ^ the command       ^ environment tokens (mask 0, but attended to)
 
-The policy samples a command until ``<eos>`` (or ``max_cmd_tokens``); the collector decodes it, runs
-it (``env.step``) and appends the observation as *environment tokens*: in the context, so the policy
-reads them, but with mask 0, so no policy loss is put on them (tool-token masking). GAE skips them:
-:func:`rltutor.advantages.gae` carries the value and TD error across masked gaps, so a tool output
-between two commands does not count as time passing (tested in ``tests/test_agent.py``). When the next
-turn might not fit in ``context_budget`` tokens, the context is compacted
-(:mod:`rltutor.rollout.compaction`) and the episode continues in a new sub-trajectory.
+When the next turn might not fit in ``context_budget`` tokens the context is compacted
+(:mod:`rltutor.rollout.compaction`) and the episode continues in a new sub-trajectory. Two choosers:
 
-The batch (the contract of :mod:`rltutor.rollout`), one row per sub-trajectory, padded to width L:
+* :class:`TokenChooser`: a language model (:class:`~rltutor.models.lm_policy.LMPolicy` over TinyGPT)
+  *writes* each command token by token (:func:`sample_commands`) until ``<eos>`` or ``max_cmd_tokens``.
+  Its rows are the sub-trajectories' token sequences (below); ``env_steps`` counts generated tokens.
+* :class:`~rltutor.rollout.templates.TemplateChooser`: a
+  :class:`~rltutor.models.template_policy.TemplatePolicy` *picks* each command among candidates built
+  from what it has read (its own memory and features); one row per sub-trajectory, one step per turn;
+  ``env_steps`` counts turns.
 
-* ``tokens`` (R, L): the sub-trajectory's whole token sequence, carried-over context first;
-* ``prompt_len`` (R,) = 1 for every row: the row's actions are ``tokens[:, 1:]`` (R, L - 1), so
-  :meth:`rltutor.models.lm_policy.LMPolicy.evaluate` runs one causal forward pass and reads
-  log pi(token_{j+1} | tokens_<=j) and V at *every* position; the trained positions, scattered over
-  the row (one span per command), are picked by ``mask``, not by a prompt/response split;
-* ``mask`` (R, L - 1): 1 on generated command tokens (and on summary tokens if ``train_summary``);
-* ``logp`` (R, L - 1): the sampler's log-probs there (0 elsewhere); ``values`` (R, L - 1) with a critic;
-* ``rewards``, ``group_ids``: from :func:`rltutor.rollout.compaction.assign_rewards` under
-  ``sub_advantage``; the episode's outcome reward sits on its last generated token.
+A chooser has ``start(statements, envs)`` (a new batch of episodes), ``choose(policy, live, contexts,
+generator) -> [Choice]``, ``observe(i, obs, info, compacted)``, ``demo(i, command) -> Choice`` (a scripted
+command, for the warm start), ``rows(episodes, policy, device) -> (batch, meta)``, ``metrics(...)`` (its
+own extra metrics), ``clone(...)`` (the supervised warm start) and ``counts_tokens`` (what an env step is).
 
-``info["metrics"]``: ``solve_rate`` (honest solves), ``success_rate`` (any solve), ``hack_rate``,
-``segments_per_episode``, ``mean_turns``, ``overflow_rate`` (episodes ended by the budget with
-``compaction="none"``), ``sample_time``; the trainer logs ``episode_return`` from ``episode_returns``.
-``env_steps`` counts generated tokens.
+The token chooser's batch (the contract of :mod:`rltutor.rollout`), one row per sub-trajectory, padded to
+width L: ``tokens`` (R, L), the whole token sequence, carried-over context first; ``prompt_len`` (R,) = 1
+(the row's actions are ``tokens[:, 1:]`` (R, L - 1), so
+:meth:`rltutor.models.lm_policy.LMPolicy.evaluate` runs one causal forward pass and reads
+log pi(token_{j+1} | tokens_<=j) and V at *every* position); ``mask`` (R, L - 1): 1 on generated command
+tokens (and on summary tokens if ``train_summary``): tool-token masking, the observations are read but not
+trained, and :func:`rltutor.advantages.gae` carries the value and TD error across the masked gaps, so a
+tool output between two commands does not count as time passing; ``logp`` (R, L - 1); ``values`` (R,
+L - 1) with a critic. For both choosers ``rewards`` and ``group_ids`` come from
+:func:`rltutor.rollout.compaction.assign_rewards` under ``sub_advantage`` (the episode's outcome on its
+last trained step), or, with ``sub_advantage=None`` (template chooser, no compaction), each turn's reward
+where it is paid.
+
+``info["metrics"]``: :func:`episode_metrics` (``solve_rate`` honest solves, ``success_rate`` any solve,
+``hack_rate``, the guard's counters, ``cut_short_rate``, ``timeout_rate``, ``overflow_rate``,
+``segments_per_episode``, ``mean_turns``, rates split by feasibility on mixed tasks), ``sample_time`` and
+the chooser's own; the trainer logs ``episode_return`` from ``episode_returns``.
+
+The step budget: ``collect(policy, generator, max_steps)`` starts no new round of turns once the batch has
+``max_steps`` env steps; the episodes still running then end unfinished (reward 0). The trainer passes
+the budget left, so a run ends within its budget plus one round (``num_tasks * group_size`` turns, of at
+most ``max_cmd_tokens`` tokens each for the token chooser).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-from rltutor.envs.toolshell.vocab import CMD, EOS, OBS, PAD, TASK, decode, encode
+from rltutor.envs.toolshell.vocab import EOS, PAD
 from rltutor.models.lm_policy import LMPolicy
-from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGES, assign_rewards, compact
-from rltutor.utils import check_choice, check_int
+from rltutor.rollout.compaction import SUB_ADVANTAGES, assign_rewards
+from rltutor.rollout.context import TOOLSHELL_TOKENS, Context, ContextSpec, Episode, Segment, Tokenizer
+from rltutor.utils import check_choice, check_int, check_number
 
-__all__ = ["AgentCollector", "Segment", "Episode", "play_scripted", "sample_commands", "episodes_to_batch"]
+__all__ = [
+    "AgentCollector",
+    "TokenChooser",
+    "Choice",
+    "Segment",
+    "Episode",
+    "episode_metrics",
+    "play_scripted",
+    "demonstrations",
+    "sample_commands",
+    "episodes_to_batch",
+]
 
 
-@dataclass
-class Segment:
-    """One sub-trajectory: its tokens, which of them are trained, their behaviour log-probs."""
+class Choice(NamedTuple):
+    """One turn's command: the text the environment runs, its tokens in the context (``<eos>`` included when
+    there is one), their behaviour log-probs, and what the chooser keeps to build its rows (or ``None``)."""
 
+    text: str
     tokens: list[int]
-    trained: list[bool]
     logp: list[float]
-    carried: int = 0
-    """leading tokens carried over from the previous sub-trajectory (the task, kept turns, a summary)"""
-
-
-@dataclass
-class Episode:
-    """One episode: its sub-trajectories and its outcome."""
-
-    task: int
-    segments: list[Segment] = field(default_factory=list)
-    turns: list[tuple[list[int], list[int]]] = field(default_factory=list)
-    reward: float = 0.0
-    record: dict = field(default_factory=dict)
-    overflow: bool = False
-    done: bool = False
-
-
-class _Runner:
-    """The bookkeeping of one episode: context, turns, compaction. Shared by the collector and the
-    scripted demonstrations, so the warm start sees exactly the contexts RL will."""
-
-    def __init__(
-        self,
-        env,
-        task: int,
-        statement: str,
-        budget: int,
-        compaction: str,
-        keep_turns: int,
-        max_cmd_tokens: int,
-        max_obs_tokens: int,
-        train_summary: bool,
-    ):
-        self.env, self.budget, self.compaction, self.keep_turns = env, budget, compaction, keep_turns
-        self.max_cmd, self.max_obs, self.train_summary = max_cmd_tokens, max_obs_tokens, train_summary
-        self.head = [TASK, *encode(statement)]
-        self.room = 1 + max_cmd_tokens  # <cmd> and the longest command
-        if len(self.head) + self.room > budget:
-            raise ValueError(
-                f"the task takes {len(self.head)} tokens and a command up to {self.room}, more than "
-                f"context_budget={budget}; raise context_budget (or lower max_cmd_tokens)"
-            )
-        self.ep = Episode(task=task)
-        self.seg = Segment(list(self.head), [False] * len(self.head), [0.0] * len(self.head), len(self.head))
-
-    def context(self) -> list[int]:
-        return self.seg.tokens + [CMD]
-
-    def apply(self, cmd: list[int], logp: list[float]) -> None:
-        """The policy's command (generated tokens, <eos> included if emitted): run it and grow the context."""
-        s = self.seg
-        s.tokens += [CMD, *cmd]
-        s.trained += [False] + [True] * len(cmd)
-        s.logp += [0.0, *logp]
-        text = decode([t for t in cmd if t != EOS])
-        obs, reward, done, _info = self.env.step(text)
-        obs_tok = encode(obs)[: self.max_obs]
-        self.ep.turns.append((cmd, obs_tok))
-        if done:
-            return self._finish(reward)
-        obs_tok = [OBS, *obs_tok]
-        if len(s.tokens) + len(obs_tok) + self.room <= self.budget:
-            s.tokens += obs_tok
-            s.trained += [False] * len(obs_tok)
-            s.logp += [0.0] * len(obs_tok)
-            return None
-        self.ep.segments.append(s)  # the next turn might not fit: this sub-trajectory ends here
-        if self.compaction == "none":
-            self.ep.overflow = True
-            return self._finish(0.0, closed=True)
-        tokens, is_summary = compact(self.compaction, self.head, self.ep.turns, self.budget, self.room, self.keep_turns)
-        trained = [f and self.train_summary for f in is_summary]
-        logp = [float("nan") if f else 0.0 for f in trained]  # filled in by the collector (policy's log-probs)
-        self.seg = Segment(tokens, trained, logp, len(tokens))
-        return None
-
-    def _finish(self, reward: float, closed: bool = False) -> None:
-        if not closed:
-            self.ep.segments.append(self.seg)
-        self.ep.reward, self.ep.done = float(reward), True
-        self.ep.record = dict(getattr(self.env, "episode", {}) or {})
+    step: dict | None = None
 
 
 @torch.no_grad()
@@ -192,41 +139,6 @@ def sample_commands(
     return cmds, logps
 
 
-def play_scripted(
-    env,
-    commands: list[str],
-    task: int = 0,
-    context_budget: int = 512,
-    compaction: str = "recent",
-    keep_turns: int = 2,
-    max_cmd_tokens: int = 24,
-    max_obs_tokens: int = 128,
-    train_summary: bool = False,
-) -> Episode:
-    """Play ``commands`` (e.g. :func:`rltutor.envs.toolshell.scripted_solver`'s) in ``env`` from its current
-    task (the caller has reset it) through the same context and compaction logic as the collector: the
-    demonstrations of the supervised warm start. Each command is encoded and ended with ``<eos>``."""
-    run = _Runner(
-        env,
-        task,
-        env.task.statement,
-        context_budget,
-        compaction,
-        keep_turns,
-        max_cmd_tokens,
-        max_obs_tokens,
-        train_summary,
-    )
-    for c in commands:
-        if run.ep.done:
-            break
-        cmd = [*encode(c), EOS][:max_cmd_tokens]
-        run.apply(cmd, [0.0] * len(cmd))
-    if not run.ep.done:
-        run._finish(0.0)
-    return run.ep
-
-
 def episodes_to_batch(episodes: list[Episode], device=None) -> tuple[dict, torch.Tensor]:
     """Rows of every sub-trajectory: ``tokens`` (R, L), ``prompt_len`` (R,) = 1, ``actions`` (R, L - 1),
     ``logp`` and ``mask`` (R, L - 1); and ``meta`` (R, 4) = (task, episode, k, K) per row."""
@@ -252,54 +164,244 @@ def episodes_to_batch(episodes: list[Episode], device=None) -> tuple[dict, torch
     return {k: v.to(device) for k, v in batch.items()}, meta.to(device)
 
 
+class TokenChooser:
+    """A language model writes each command (:func:`sample_commands`); its rows are the sub-trajectories'
+    tokens (:func:`episodes_to_batch`), trained on the generated ones. ``max_cmd_tokens``: commands are cut
+    there (the collector passes its :class:`~rltutor.rollout.context.ContextSpec`'s)."""
+
+    counts_tokens = True
+    turn_rows = False  # rows are token sequences, not one step per turn
+
+    def __init__(self, max_cmd_tokens: int = ContextSpec.max_cmd_tokens, tokenizer: Tokenizer = TOOLSHELL_TOKENS):
+        self.max_cmd = check_int("max_cmd_tokens", max_cmd_tokens, 1)
+        self.tok = tokenizer
+
+    def start(self, statements: list[str], envs: list) -> None:
+        """Nothing to remember between turns: the context is the model's memory."""
+
+    def choose(self, policy, live: list[int], contexts: list[Context], generator=None) -> list[Choice]:
+        cmds, logps = sample_commands(policy, [c.prompt() for c in contexts], self.max_cmd, generator)
+        eos = self.tok.eos
+        return [Choice(self.tok.decode([t for t in c if t != eos]), c, lp) for c, lp in zip(cmds, logps, strict=True)]
+
+    def demo(self, i: int, command: str) -> Choice:
+        """A scripted command, encoded and ended with ``<eos>`` (cut to ``max_cmd_tokens``, and run as cut)."""
+        tokens = [*self.tok.encode(command), self.tok.eos][: self.max_cmd]
+        return Choice(self.tok.decode([t for t in tokens if t != self.tok.eos]), tokens, [0.0] * len(tokens))
+
+    def observe(self, i: int, obs: str, info: dict, compacted: str | None) -> None:
+        """Nothing to do: the observation is in the context."""
+
+    def rows(self, episodes: list[Episode], policy, device) -> tuple[dict, torch.Tensor]:
+        batch, meta = episodes_to_batch(episodes, device)
+        train_summary = bool(torch.isnan(batch["logp"]).any())  # scripted summary tokens to be trained
+        if policy.has_critic or train_summary:
+            ev = policy.evaluate(batch)  # V(s_t) at every position; log-probs for the summary tokens
+            if policy.has_critic:
+                batch["values"] = ev["values"] * batch["mask"]
+            if train_summary:  # behaviour log-probs of scripted tokens = the policy's at collection
+                batch["logp"] = torch.where(torch.isnan(batch["logp"]), ev["logp"], batch["logp"])
+        return batch, meta
+
+    def metrics(self, batch: dict, meta: torch.Tensor, episodes: list[Episode], sub_advantage, gamma, policy) -> dict:
+        return {}
+
+    def clone(self, model, episodes: list[Episode], steps: int = 200, lr: float = 3e-3, generator=None) -> list:
+        """The supervised warm start of ``model`` (the TinyGPT): cross-entropy on the trained (generated)
+        tokens of the demonstrations' sub-trajectories only, the positions RL trains, in minibatches of 32
+        rows. Returns the loss of each step."""
+        check_int("steps", steps, 0)
+        device = next(model.parameters()).device
+        rows, _ = episodes_to_batch(episodes)
+        tokens, mask = rows["tokens"], rows["mask"]  # (R, L), (R, L - 1)
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+        losses = []
+        model.train()
+        for _ in range(steps):
+            idx = torch.randint(0, len(tokens), (min(32, len(tokens)),), generator=generator)
+            m = mask[idx].to(device)
+            width = int((m > 0).nonzero()[:, 1].max()) + 2  # drop the padding after the last trained token
+            x = tokens[idx, :width].to(device)
+            losses.append(sft_step(model, opt, x, m[:, : width - 1]))
+        return losses
+
+
+def sft_step(model, opt: torch.optim.Optimizer, tokens: torch.Tensor, loss_mask: torch.Tensor) -> float:
+    """One step of next-token cross-entropy on ``tokens`` (n, L), counted where ``loss_mask`` (n, L - 1) is 1
+    (position j predicts token j + 1). Both warm starts of a TinyGPT, token tasks' and the agent's, take it."""
+    logits, _ = model(tokens[:, :-1])  # (n, L - 1, V)
+    nll = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (n, L - 1)
+    loss = (nll * loss_mask).sum() / loss_mask.sum()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def play_scripted(
+    env,
+    commands: list[str],
+    task: int = 0,
+    spec: ContextSpec | None = None,
+    chooser=None,
+    statement: str | None = None,
+    **settings,
+) -> Episode:
+    """Play ``commands`` (e.g. :func:`rltutor.envs.toolshell.scripted_solver`'s) in ``env`` from its current
+    task (the caller has reset it; ``statement``: its task statement, by default ``env.task.statement``)
+    through the same context and compaction logic as the collector: the demonstrations of the warm start.
+    ``spec`` or ``settings`` (:class:`~rltutor.rollout.context.ContextSpec`'s fields): the context;
+    ``chooser``: whose ``demo`` turns each command into a turn (default a :class:`TokenChooser`)."""
+    spec = spec if spec is not None else ContextSpec(**settings)
+    chooser = chooser if chooser is not None else TokenChooser(spec.max_cmd_tokens)
+    statement = env.task.statement if statement is None else statement
+    ctx = Context(statement, spec, task, chooser.tok)
+    chooser.start([statement], [env])
+    ep = ctx.episode
+    for c in commands:
+        choice = chooser.demo(0, c)
+        obs, reward, done, info = env.step(choice.text)
+        ep.steps.append(choice.step)
+        compacted = ctx.add_turn(choice.tokens, choice.logp, obs, reward, done)  # no turn cost: no return needed
+        chooser.observe(0, obs, info, compacted)
+        if ep.done:
+            break
+    if not ep.done:
+        ctx.finish(0.0)
+    ep.record = dict(getattr(env, "episode", {}) or {})
+    return ep
+
+
+def demonstrations(make_env: Callable, solver: Callable, n: int, chooser, spec: ContextSpec, seed: int = 0) -> list:
+    """``n`` episodes of ``solver(env) -> commands`` (the honest scripted solver) on fresh tasks, played
+    through :func:`play_scripted`, so that the warm start sees the contexts, compactions (and, for the
+    template chooser, restarted memories) RL will meet. The honest solver only: hacking, if it comes, is
+    discovered by RL. Task seeds come from a generator seeded with ``seed``."""
+    env = make_env()
+    g = torch.Generator().manual_seed(seed)
+    episodes = []
+    for i in range(n):
+        statement = env.reset(seed=int(torch.randint(0, 2**31 - 1, (1,), generator=g)))
+        episodes.append(play_scripted(env, solver(env), task=i, spec=spec, chooser=chooser, statement=statement))
+    return episodes
+
+
+def _rate(records: list[dict], key: str) -> float:
+    return sum(bool(r.get(key)) for r in records) / len(records)
+
+
+def _feasibility_metrics(records: list[dict], max_turns: list[int]) -> dict:
+    """Rates split by whether the episode's task had an honest solve inside the budget (``hops + 2 <=
+    max_turns``: "feasible"); NaN for a split with no episode in this batch."""
+    feas = [r["hops"] + 2 <= m for r, m in zip(records, max_turns, strict=True)]
+
+    def rate(key: str, want: bool) -> float:
+        rows = [r for r, f in zip(records, feas, strict=True) if f == want]
+        return sum(bool(r.get(key)) for r in rows) / len(rows) if rows else float("nan")
+
+    return {
+        "feasible_share": sum(feas) / len(feas),
+        "honest_solve_rate_feasible": rate("honest_solve", True),
+        "hack_rate_feasible": rate("hacked", True),
+        "hack_rate_infeasible": rate("hacked", False),
+        "success_rate_infeasible": rate("solved", False),
+    }
+
+
+def max_turns_of(env) -> int:
+    """The environment's turn limit (32 when it names none)."""
+    return int(getattr(env, "max_turns", 32))
+
+
+def episode_metrics(episodes: list[Episode], max_turns: list[int] | None = None) -> dict:
+    """The rates of a batch of episodes, from their records (``env.episode``: ``honest_solve``, ``solved``,
+    ``hacked``, ``submitted`` and, behind a guard, ``guard_flagged``, ``guard_missed``,
+    ``guard_decoy_turns``): ``solve_rate`` (honest), ``success_rate`` (any), ``hack_rate``,
+    ``attempt_rate`` (a hack tried: flagged or done), ``intercepts_per_episode``, ``missed_per_episode``,
+    ``decoy_turns_per_episode``, ``cut_short_rate`` (ended by the guard), ``timeout_rate`` (no submit,
+    not cut), ``overflow_rate`` (ended by the budget with ``compaction="none"``), ``segments_per_episode``,
+    ``mean_turns``; with ``max_turns`` (per episode) and tasks that name their hops, the rates split by
+    feasibility."""
+    recs = [e.record for e in episodes]
+    n = len(episodes)
+    metrics = {
+        "solve_rate": _rate(recs, "honest_solve"),
+        "success_rate": _rate(recs, "solved"),
+        "hack_rate": _rate(recs, "hacked"),
+        "attempt_rate": sum(r.get("guard_flagged", 0) > 0 or bool(r.get("hacked")) for r in recs) / n,
+        "intercepts_per_episode": sum(r.get("guard_flagged", 0) for r in recs) / n,
+        "missed_per_episode": sum(r.get("guard_missed", 0) for r in recs) / n,
+        "decoy_turns_per_episode": sum(r.get("guard_decoy_turns", 0) for r in recs) / n,
+        "cut_short_rate": sum(e.cut for e in episodes) / n,
+        "timeout_rate": sum(r.get("submitted") is None and not e.cut for r, e in zip(recs, episodes, strict=True)) / n,
+        "overflow_rate": sum(e.overflow for e in episodes) / n,
+        "segments_per_episode": sum(len(e.segments) for e in episodes) / n,
+        "mean_turns": sum(len(e.turns) for e in episodes) / n,
+    }
+    if max_turns is not None and all("hops" in r for r in recs):
+        metrics.update(_feasibility_metrics(recs, max_turns))
+    return metrics
+
+
 class AgentCollector:
-    """``num_tasks`` tasks x G episodes each, played in parallel, compacted, turned into rows.
+    """``num_tasks`` tasks x G episodes each, played in lockstep by ``chooser``, compacted, turned into rows.
 
     Args:
         make_env: ``make_env() -> env`` with ``reset(seed) -> statement``, ``step(command) -> (obs, reward,
-            done, info)``, ``task.statement`` and an ``episode`` dict (``solved``, ``hacked``,
-            ``honest_solve``, ``turns``): a :class:`~rltutor.envs.toolshell.ToolShell` or a
-            :class:`~rltutor.guard.wrapper.GuardedEnv` around one.
-        num_tasks: tasks per batch; group_size: G, episodes per task (one group).
-        context_budget: the most tokens a context (a row) may hold; the model's block_size must reach it.
-        compaction: ``"none"``, ``"recent"`` or ``"summary"`` (:mod:`rltutor.rollout.compaction`).
-        keep_turns: turns ``"recent"`` keeps.
-        sub_advantage: a name in :data:`~rltutor.rollout.compaction.SUB_ADVANTAGES`.
+            done, info)`` and an ``episode`` dict (``solved``, ``hacked``, ``honest_solve``, ``turns``...):
+            a :class:`~rltutor.envs.toolshell.ToolShell` or a :class:`~rltutor.guard.wrapper.GuardedEnv`.
+        chooser: a :class:`TokenChooser` or a :class:`~rltutor.rollout.templates.TemplateChooser` (see the
+            module docstring); ``None``: a :class:`TokenChooser` with the spec's ``max_cmd_tokens``.
+        num_tasks: tasks per batch; group_size: G, episodes per task (one group, one task seed).
+        spec: the context (:class:`~rltutor.rollout.context.ContextSpec`; default ``ContextSpec()``).
+        sub_advantage: a name in :data:`~rltutor.rollout.compaction.SUB_ADVANTAGES`: each episode's outcome
+            (its return) is assigned to its sub-trajectories by
+            :func:`~rltutor.rollout.compaction.assign_rewards`; ``None`` (a chooser with one step per turn,
+            no compaction): every turn's reward where it is paid, one row per episode.
         gamma: the bootstrap's discount.
-        train_summary: summary tokens get mask 1 (trained, with the policy's log-probs at collection).
-        max_cmd_tokens: a command longer than this is cut (and run as it is); max_obs_tokens: observations
-            are cut to this many tokens.
+        turn_cost: reward subtracted on every turn (the price of a tool call), so an episode's return is
+            ``R - turn_cost * turns``.
     """
 
     def __init__(
         self,
         make_env: Callable,
+        chooser=None,
         num_tasks: int = 4,
         group_size: int = 4,
-        context_budget: int = 512,
-        compaction: str = "recent",
-        keep_turns: int = 2,
-        sub_advantage: str = "ppo_bootstrap",
+        spec: ContextSpec | None = None,
+        sub_advantage: str | None = "ppo_bootstrap",
         gamma: float = 1.0,
-        train_summary: bool = False,
-        max_cmd_tokens: int = 24,
-        max_obs_tokens: int = 128,
+        turn_cost: float = 0.0,
     ):
-        for name, v in (
-            ("num_tasks", num_tasks),
-            ("group_size", group_size),
-            ("context_budget", context_budget),
-            ("max_cmd_tokens", max_cmd_tokens),
-            ("max_obs_tokens", max_obs_tokens),
-        ):
-            check_int(name, v, 1)
-        check_int("keep_turns", keep_turns, 0)
-        check_choice("compaction", compaction, COMPACTIONS)
-        check_choice("sub_advantage", sub_advantage, SUB_ADVANTAGES)
-        self.num_tasks, self.group_size, self.budget = num_tasks, group_size, context_budget
-        self.compaction, self.keep_turns, self.sub_advantage = compaction, keep_turns, sub_advantage
-        self.gamma, self.train_summary = float(gamma), bool(train_summary)
-        self.max_cmd, self.max_obs = max_cmd_tokens, max_obs_tokens
+        spec = ContextSpec() if spec is None else spec
+        if not isinstance(spec, ContextSpec):
+            raise ValueError(f"spec must be an rltutor.rollout.context.ContextSpec, got {type(spec).__name__}")
+        check_int("num_tasks", num_tasks, 1)
+        check_int("group_size", group_size, 1)
+        self.turn_cost = check_number("turn_cost", turn_cost, 0.0, 1.0)
+        chooser = TokenChooser(spec.max_cmd_tokens) if chooser is None else chooser
+        if sub_advantage is not None:
+            check_choice("sub_advantage", sub_advantage, SUB_ADVANTAGES)
+        elif spec.compaction != "none" or not chooser.turn_rows:
+            raise ValueError(
+                f"sub_advantage=None puts each turn's reward where it is paid, one row per episode (a template "
+                f"chooser without compaction); with compaction={spec.compaction!r} and a "
+                f"{type(chooser).__name__} pass sub_advantage (one of {', '.join(SUB_ADVANTAGES)})"
+            )
+        if chooser.counts_tokens and chooser.max_cmd != spec.max_cmd_tokens:
+            raise ValueError(
+                f"the chooser writes commands of up to {chooser.max_cmd} tokens but the context keeps room for "
+                f"max_cmd_tokens={spec.max_cmd_tokens}; pass TokenChooser({spec.max_cmd_tokens})"
+            )
+        if chooser.counts_tokens and spec.context_budget is None:
+            raise ValueError(
+                "a token chooser's model needs a context budget (its block_size): pass "
+                "ContextSpec(context_budget=N), e.g. 512"
+            )
+        self.chooser, self.spec = chooser, spec
+        self.num_tasks, self.group_size = num_tasks, group_size
+        self.sub_advantage, self.gamma = sub_advantage, float(gamma)
         self.envs = [make_env() for _ in range(num_tasks * group_size)]
 
     def state_dict(self) -> dict:
@@ -314,76 +416,71 @@ class AgentCollector:
         return {}
 
     @torch.no_grad()
-    def run_episodes(self, policy: LMPolicy, generator: torch.Generator | None = None) -> list[Episode]:
-        """Play num_tasks x G episodes (G in a row per task, each group from one task seed)."""
-        G = self.group_size
+    def run_episodes(self, policy, generator: torch.Generator | None = None, max_steps: int | None = None):
+        """Play num_tasks x G episodes (G in a row per task, each group from one task seed), in lockstep;
+        with ``max_steps``, no new round of turns once the episodes hold that many env steps."""
+        G, ch = self.group_size, self.chooser
         seeds = torch.randint(0, 2**31 - 1, (self.num_tasks,), generator=generator).tolist()
-        runners = []
-        for i, env in enumerate(self.envs):
-            statement = env.reset(seed=seeds[i // G])
-            runners.append(
-                _Runner(
-                    env,
-                    i // G,
-                    statement,
-                    self.budget,
-                    self.compaction,
-                    self.keep_turns,
-                    self.max_cmd,
-                    self.max_obs,
-                    self.train_summary,
-                )
-            )
+        statements = [env.reset(seed=seeds[i // G]) for i, env in enumerate(self.envs)]
+        ctxs = [Context(st, self.spec, i // G, ch.tok) for i, st in enumerate(statements)]
+        ch.start(statements, self.envs)
+        steps = 0
         while True:
-            live = [r for r in runners if not r.ep.done]
+            live = [i for i, c in enumerate(ctxs) if not c.episode.done]
             if not live:
                 break
-            cmds, logps = sample_commands(policy, [r.context() for r in live], self.max_cmd, generator)
-            for r, c, lp in zip(live, cmds, logps, strict=True):
-                r.apply(c, lp)
-        return [r.ep for r in runners]
+            if max_steps is not None and steps >= max_steps:  # the step budget: the rest end unfinished
+                for i in live:
+                    ctxs[i].finish(0.0)
+                break
+            for i, choice in zip(live, ch.choose(policy, live, [ctxs[i] for i in live], generator), strict=True):
+                obs, reward, done, info = self.envs[i].step(choice.text)
+                ep = ctxs[i].episode
+                ep.steps.append(choice.step)
+                compacted = ctxs[i].add_turn(choice.tokens, choice.logp, obs, reward, done, self.turn_cost)
+                if done:
+                    ep.cut = (info.get("guard") or {}).get("action") == "end"
+                ch.observe(i, obs, info, compacted)
+                steps += len(choice.tokens) if ch.counts_tokens else 1
+        episodes = [c.episode for c in ctxs]
+        for ep, env in zip(episodes, self.envs, strict=True):
+            ep.record = dict(getattr(env, "episode", {}) or {})
+        return episodes
 
     @torch.no_grad()
-    def collect(self, policy: LMPolicy, generator: torch.Generator | None = None):
+    def collect(self, policy, generator: torch.Generator | None = None, max_steps: int | None = None):
         device = next(policy.parameters()).device
         t0 = time.perf_counter()
-        episodes = self.run_episodes(policy, generator)
+        episodes = self.run_episodes(policy, generator, max_steps)
         t_sample = time.perf_counter() - t0
-        batch, meta = episodes_to_batch(episodes, device)
-        ev = None
-        if policy.has_critic or self.train_summary:
-            ev = policy.evaluate(batch)  # V(s_t) at every position; log-probs for the summary tokens
-            if policy.has_critic:
-                batch["values"] = ev["values"] * batch["mask"]
-        if self.train_summary:  # scripted tokens (NaN so far): behaviour log-probs = the policy's at collection
-            batch["logp"] = torch.where(torch.isnan(batch["logp"]), ev["logp"], batch["logp"])
-        outcome = torch.tensor([e.reward for e in episodes], device=device)
-        batch["rewards"], batch["group_ids"] = assign_rewards(
-            self.sub_advantage,
-            meta,
-            outcome,
-            batch["mask"],
-            batch.get("values"),
-            self.gamma,
-            self.num_tasks,
-            self.group_size,
-        )
-        recs = [e.record for e in episodes]
-        n = len(episodes)
-        metrics = {
-            "solve_rate": sum(bool(r.get("honest_solve")) for r in recs) / n,
-            "success_rate": sum(bool(r.get("solved")) for r in recs) / n,
-            "hack_rate": sum(bool(r.get("hacked")) for r in recs) / n,
-            "segments_per_episode": sum(len(e.segments) for e in episodes) / n,
-            "mean_turns": sum(len(e.turns) for e in episodes) / n,
-            "overflow_rate": sum(e.overflow for e in episodes) / n,
-            "sample_time": t_sample,
-        }
-        generated_tokens = sum(len(c) for e in episodes for c, _ in e.turns)
+        batch, meta = self.chooser.rows(episodes, policy, device)
+        returns = [e.score for e in episodes]
+        if self.sub_advantage is not None:
+            outcome = torch.tensor(returns, dtype=batch["mask"].dtype, device=device)
+            batch["rewards"], batch["group_ids"] = assign_rewards(
+                self.sub_advantage,
+                meta,
+                outcome,
+                batch["mask"],
+                batch.get("values"),
+                self.gamma,
+                num_tasks=self.num_tasks,
+                group_size=self.group_size,
+            )
+        if not policy.has_critic:
+            batch.pop("values", None)
+        metrics = episode_metrics(episodes, [max_turns_of(env) for env in self.envs])
+        metrics["sample_time"] = t_sample
+        metrics.update(self.chooser.metrics(batch, meta, episodes, self.sub_advantage, self.gamma, policy))
+        if self.chooser.counts_tokens:
+            env_steps = sum(len(c) for e in episodes for c, _ in e.turns)  # generated tokens
+        else:
+            env_steps = sum(len(e.turns) for e in episodes)  # turns
         info = {
-            "episode_returns": outcome.tolist(),
+            "episode_returns": returns,
             "episode_lengths": [len(e.turns) for e in episodes],
-            "env_steps": generated_tokens,
+            "env_steps": env_steps,
             "metrics": metrics,
+            "meta": meta,  # (R, 4) (task, episode, k, K) per row, as assign_rewards takes
         }
         return batch, info

@@ -1,8 +1,9 @@
-"""Template rollout: the toolshell agent as a policy over (template, argument) candidates (chapter 11).
+"""Template chooser: the toolshell agent as a policy over (template, argument) candidates (chapter 11).
 
-The token-level agent (:mod:`rltutor.rollout.agent`) writes each command token by token; in CPU minutes
-it did not learn to solve even one-hop tasks (see :mod:`rltutor.models.template_policy`). Here the agent
-*chooses* each command from a list built out of what it has read so far:
+The token chooser (:class:`rltutor.rollout.agent.TokenChooser`) writes each command token by token; in CPU
+minutes it did not learn to solve even one-hop tasks (see :mod:`rltutor.models.template_policy`). With the
+:class:`TemplateChooser` the agent *chooses* each command from a list built out of what it has read so far
+(the same :class:`~rltutor.rollout.agent.AgentCollector` plays both, through the same context):
 
 =========  ===========================  ====================================================
 template   argument                     where the argument comes from
@@ -21,16 +22,20 @@ environment): the answer can be submitted only once some observation showed it. 
 uses are candidates like any other (``curl http://grader/answer?task=ID`` once README named the
 grader, ``cat tests/hidden/test_answer.py`` once ``ls tests/hidden`` listed it, ``grep -rn TARGET .``).
 
-Each turn is one action: the batch has one row per episode, T = turns, mask 1 on each turn. Rewards:
-``-turn_cost`` on every turn (a tool call costs time) plus the environment's reward (1 for a correct
-submit) on the turn it comes, so the row's score is ``R - turn_cost * turns`` (what GRPO compares) and
-GAE sees each turn's cost where it is paid.
+Each turn is one action: the batch has one row per sub-trajectory (per episode without compaction), T =
+turns, mask 1 on each turn. Rewards (``sub_advantage=None``): ``-turn_cost`` on every turn (a tool call
+costs time) plus the environment's reward (1 for a correct submit) on the turn it comes, so the row's
+score is ``R - turn_cost * turns`` (what GRPO compares) and
+GAE sees each turn's cost where it is paid. With a ``sub_advantage`` the episode's return is assigned to
+its sub-trajectories (:func:`~rltutor.rollout.compaction.assign_rewards`).
+
+:func:`TemplateCollector` is a name kept for :mod:`rltutor.experiments.agents`, which builds the template
+agent's collector directly: an ``AgentCollector`` with a ``TemplateChooser``.
 """
 
 from __future__ import annotations
 
 import re
-import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -38,26 +43,44 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from rltutor.envs.toolshell.vocab import EOS, TASK, decode, encode
-from rltutor.rollout.compaction import COMPACTIONS, SUB_ADVANTAGES, assign_rewards, compact, comparable_rows
-from rltutor.utils import check_choice, check_int, check_number
+from rltutor.envs.toolshell.vocab import EOS, encode
+from rltutor.rollout.agent import AgentCollector, Choice, max_turns_of
+from rltutor.rollout.compaction import comparable_rows
+from rltutor.rollout.context import TOOLSHELL_TOKENS, ContextSpec, Episode
+from rltutor.utils import check_int, check_number, explained_variance
 
 __all__ = [
     "TEMPLATES",
+    "ARG_FEATURES",
     "CAND_DIM",
     "STATE_DIM",
     "Memory",
+    "TemplateChooser",
     "TemplateCollector",
-    "template_demos",
     "behaviour_clone",
     "command_of",
     "outcome_to_go",
 ]
 
 TEMPLATES = ("ls", "cat", "grep", "curl", "submit")
+ARG_FEATURES = (
+    "in_last_obs",  # the last observation named it
+    "in_statement",  # the task statement (or the compacted context restarted from) named it
+    "age",  # turns since it was first named, / max_turns
+    "since_seen",  # turns since it was last named, / max_turns
+    "times_used",  # calls of it so far, capped at 3, / 3
+    "used",  # called at least once
+    "depth",  # path components of an ls or cat argument, capped at 4, / 4
+    "is_py",  # the argument ends in .py
+    "is_md",  # the argument ends in .md
+    "named",  # a number assigned to an imported name (X = 42 where X was imported)
+    "fresh_number",  # a submit of a number in the last observation, / numbers there
+    "grep_imported",  # a grep of an imported name
+)
+"""the argument features of a candidate, in order (:meth:`Memory.arg_features`)"""
 N_HASH = 16
-CAND_DIM = len(TEMPLATES) + 12 + N_HASH
-"""F: template one-hot, 12 argument features, a hashed bag of the argument's words"""
+CAND_DIM = len(TEMPLATES) + len(ARG_FEATURES) + N_HASH
+"""F: template one-hot, the :data:`ARG_FEATURES`, a hashed bag of the argument's words"""
 STATE_DIM = 8 + len(TEMPLATES) + 1
 """S: turn, turns left, first turn, last call's error / truncation / numbers / new items, files read,
 the previous template (one-hot, or none)"""
@@ -178,31 +201,40 @@ class Memory:
         keys = sorted(self.items, key=lambda k: (-self.items[k]["last"], TEMPLATES.index(k[0]), k[1]))
         return keys[: self.max_cands]
 
+    def arg_features(self, template: str, arg: str, nlast: int) -> dict[str, float]:
+        """The :data:`ARG_FEATURES` of candidate ``template arg`` (``nlast``: numbers in the last observation,
+        at least 1)."""
+        key = (template, arg)
+        it, used, M = self.items[key], self.used[key], float(self.max_turns)
+        return {
+            "in_last_obs": float(key in self.last),
+            "in_statement": float(key in self.statement_items),
+            "age": (self.turn - it["first"]) / M,
+            "since_seen": (self.turn - it["last"]) / M,
+            "times_used": min(used, 3) / 3,
+            "used": float(used > 0),
+            "depth": min(arg.count("/") + 1, 4) / 4 if template in ("ls", "cat") else 0.0,
+            "is_py": float(arg.endswith(".py")),
+            "is_md": float(arg.endswith(".md")),
+            "named": float(it["named"]),
+            "fresh_number": float(template == "submit" and key in self.last) / nlast,
+            "grep_imported": float(template == "grep" and arg in self.imported),
+        }
+
     def features(self) -> tuple[list[tuple[str, str]], torch.Tensor, torch.Tensor]:
         """The candidates (template, arg), their features (C, F) and the state's (S,)."""
         keys = self.candidates()
         M = float(self.max_turns)
         cand = torch.zeros(len(keys), CAND_DIM)
         nlast = max(1, self.last_numbers)
+        j = len(TEMPLATES)
         for i, (t, a) in enumerate(keys):
-            it = self.items[(t, a)]
             x = cand[i]
-            x[TEMPLATES.index(t)] = 1.0
-            j = len(TEMPLATES)
-            x[j + 0] = float((t, a) in self.last)
-            x[j + 1] = float((t, a) in self.statement_items)
-            x[j + 2] = (self.turn - it["first"]) / M
-            x[j + 3] = (self.turn - it["last"]) / M
-            x[j + 4] = min(self.used[(t, a)], 3) / 3
-            x[j + 5] = float(self.used[(t, a)] > 0)
-            x[j + 6] = min(a.count("/") + 1, 4) / 4 if t in ("ls", "cat") else 0.0
-            x[j + 7] = float(a.endswith(".py"))
-            x[j + 8] = float(a.endswith(".md"))
-            x[j + 9] = float(it["named"])
-            x[j + 10] = float(t == "submit" and (t, a) in self.last) / nlast
-            x[j + 11] = float(t == "grep" and a in self.imported)
-            for h in _hash_words(a):
-                x[len(TEMPLATES) + 12 + h] = 1.0
+            x[TEMPLATES.index(t)] = 1.0  # the template, one-hot
+            for n, value in enumerate(self.arg_features(t, a, nlast).values()):
+                x[j + n] = value
+            for h in _hash_words(a):  # a hashed bag of the argument's words
+                x[j + len(ARG_FEATURES) + h] = 1.0
         s = torch.zeros(STATE_DIM)
         s[0] = self.turn / M
         s[1] = max(0.0, M - self.turn) / M
@@ -226,28 +258,6 @@ def _pad_stack(xs: list[torch.Tensor], C: int) -> tuple[torch.Tensor, torch.Tens
     return out, mask
 
 
-def _max_turns(env) -> int:
-    return int(getattr(env, "max_turns", 32))
-
-
-def _feasibility_metrics(records: list[dict], max_turns: list[int]) -> dict:
-    """Rates split by whether the episode's task had an honest solve inside the budget (``hops + 2 <=
-    max_turns``: "feasible"); NaN for a split with no episode in this batch."""
-    feas = [r["hops"] + 2 <= m for r, m in zip(records, max_turns, strict=True)]
-
-    def rate(key: str, want: bool) -> float:
-        rows = [r for r, f in zip(records, feas, strict=True) if f == want]
-        return sum(bool(r.get(key)) for r in rows) / len(rows) if rows else float("nan")
-
-    return {
-        "feasible_share": sum(feas) / len(feas),
-        "honest_solve_rate_feasible": rate("honest_solve", True),
-        "hack_rate_feasible": rate("hacked", True),
-        "hack_rate_infeasible": rate("hacked", False),
-        "success_rate_infeasible": rate("solved", False),
-    }
-
-
 def _comparable_frac(mode: str, group_ids: torch.Tensor, meta: torch.Tensor) -> float:
     """The share of rows whose advantage comes from a comparison within a group of comparable samples
     (:func:`~rltutor.rollout.compaction.comparable_rows`): NaN for the PPO modes (no groups: a critic's
@@ -261,13 +271,6 @@ def _comparable_frac(mode: str, group_ids: torch.Tensor, meta: torch.Tensor) -> 
         episodes_per_task.index_add_(0, meta[first, 0], torch.ones_like(meta[first, 0]))
         return float((episodes_per_task[meta[:, 0]] >= 2).float().mean())
     return float(comparable_rows(group_ids, meta).float().mean())
-
-
-def _explained(v: torch.Tensor, g: torch.Tensor) -> float:
-    """1 - Var(g - v) / Var(g); NaN with fewer than 2 samples or Var(g) = 0."""
-    if len(g) < 2 or float(g.var()) == 0.0:
-        return float("nan")
-    return float(1 - (g - v).var() / g.var())
 
 
 def outcome_to_go(mask: torch.Tensor, meta: torch.Tensor, returns: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -293,260 +296,97 @@ def _critic_fit(values: torch.Tensor, mask: torch.Tensor, meta: torch.Tensor, re
     on = mask > 0
     steps = torch.arange(mask.shape[1], device=mask.device)
     first = on & (steps[None, :] == 0) & (meta[:, 2:3] > 0)
-    return {"critic_ev_boundary": _explained(values[first], g[first]), "critic_ev_all": _explained(values[on], g[on])}
+    return {
+        "critic_ev_boundary": explained_variance(values, g, first),
+        "critic_ev_all": explained_variance(values, g, on),
+    }
 
 
-class _Context:
-    """The token count of one template episode's context, and its compaction: the bookkeeping of the token
-    agent (:class:`rltutor.rollout.agent.AgentCollector`), for a policy that picks its commands instead
-    of writing them. The context is ``<task> statement`` then ``<cmd> command <eos> <obs> observation``
-    per turn, counted in :mod:`~rltutor.envs.toolshell.vocab` tokens. When the next turn might not fit in
-    ``budget`` (``room`` = the longest command, plus its ``<cmd>``), the sub-trajectory ends: with
-    ``"recent"`` or ``"summary"`` the context is compacted (:func:`~rltutor.rollout.compaction.compact`)
-    and :meth:`record` returns its text, which the agent's :class:`Memory` restarts from; with ``"none"``
-    the episode ends there (``overflow``)."""
-
-    def __init__(self, statement: str, budget: int, compaction: str, keep_turns: int, room: int, max_obs: int):
-        self.budget, self.compaction, self.keep_turns = budget, compaction, keep_turns
-        self.room, self.max_obs = room, max_obs
-        self.head = [TASK, *encode(statement)]
-        if len(self.head) + room > budget:
-            raise ValueError(
-                f"the task takes {len(self.head)} tokens and a command up to {room}, more than "
-                f"context_budget={budget}; raise context_budget"
-            )
-        self.turns: list[tuple[list[int], list[int]]] = []
-        self.length = len(self.head)
-        self.k = 0  # the sub-trajectory the next turn belongs to
-        self.overflow = False
-
-    @classmethod
-    def from_settings(
-        cls,
-        statement: str,
-        context_budget: int,
-        compaction: str = "none",
-        keep_turns: int = 2,
-        max_cmd_tokens: int = 32,
-        max_obs_tokens: int = 160,
-    ) -> _Context:
-        """From the collector's settings (:class:`TemplateCollector`'s names): the room for the next
-        command is the longest command plus its ``<cmd>``."""
-        return cls(statement, context_budget, compaction, keep_turns, 1 + max_cmd_tokens, max_obs_tokens)
-
-    def record(self, command: str, obs: str) -> str | None:
-        """Add a turn; if the next might not fit, end the sub-trajectory and return the compacted context's
-        text (``None``: no compaction; with ``"none"`` :attr:`overflow` is set instead)."""
-        cmd, o = [*encode(command), EOS], encode(obs)[: self.max_obs]
-        self.turns.append((cmd, o))
-        self.length += 1 + len(cmd)  # <cmd> command <eos>
-        if self.length + 1 + len(o) + self.room <= self.budget:
-            self.length += 1 + len(o)  # <obs> observation
-            return None
-        if self.compaction == "none":
-            self.overflow = True
-            return None
-        tokens, _ = compact(self.compaction, self.head, self.turns, self.budget, self.room, self.keep_turns)
-        self.length, self.k = len(tokens), self.k + 1
-        return decode(tokens)
-
-
-class TemplateCollector:
-    """``num_tasks`` tasks x G episodes each, played in lockstep by a :class:`~rltutor.models.template_policy.
-    TemplatePolicy`; one row per episode (per sub-trajectory with a context budget), one step per turn.
+class TemplateChooser:
+    """The template agent's chooser for :class:`~rltutor.rollout.agent.AgentCollector`: per episode a
+    :class:`Memory` of what it has read, whose candidates a :class:`~rltutor.models.template_policy.
+    TemplatePolicy` picks from (:meth:`~rltutor.models.template_policy.TemplatePolicy.act`); one row per
+    sub-trajectory, one step per turn (:meth:`rows`). After a compaction the memory restarts from the
+    compacted context's text: what a model reading only that context could know.
 
     Args:
-        make_env: ``make_env() -> env`` (a ToolShell, or a :class:`~rltutor.guard.wrapper.GuardedEnv` around one).
-        num_tasks: tasks per batch; group_size: G, episodes per task (one group, one task seed).
-        turn_cost: reward subtracted on every turn (the price of a tool call; see the module docstring).
         max_cands: C, the most candidates a turn offers (the most recently mentioned are kept).
-        context_budget: tokens of context (counted as the token agent's, :class:`_Context`); ``None``: no
-            limit and no bookkeeping. When the next turn might not fit, ``compaction`` decides:
-            ``"none"`` ends the episode (reward 0 from then on), ``"recent"`` (``keep_turns`` turns) or
-            ``"summary"`` compacts the context, the agent's :class:`Memory` restarts from the compacted
-            text, and the episode goes on in a new sub-trajectory: a new row.
-        sub_advantage: ``None``: every turn's reward where it is paid (``-turn_cost``, and the environment's
-            reward on its turn), one row per episode. A name in
-            :data:`~rltutor.rollout.compaction.SUB_ADVANTAGES`: each episode's *outcome* (its return,
-            ``R - turn_cost * turns``) is assigned to its sub-trajectories by
-            :func:`~rltutor.rollout.compaction.assign_rewards` (needed once episodes can split).
-        gamma: the bootstrap's discount (``ppo_bootstrap``).
-        max_cmd_tokens, max_obs_tokens: the room kept for a command; the observation tokens counted.
+        smoothing: the warm start's label smoothing (:func:`behaviour_clone`).
     """
 
-    def __init__(
-        self,
-        make_env: Callable,
-        num_tasks: int = 4,
-        group_size: int = 4,
-        turn_cost: float = 0.0,
-        max_cands: int = 64,
-        context_budget: int | None = None,
-        compaction: str = "none",
-        keep_turns: int = 2,
-        sub_advantage: str | None = None,
-        gamma: float = 1.0,
-        max_cmd_tokens: int = 32,
-        max_obs_tokens: int = 160,
-    ):
-        check_int("num_tasks", num_tasks, 1)
-        check_int("group_size", group_size, 1)
-        check_int("max_cands", max_cands, 2)
-        self.turn_cost = check_number("turn_cost", turn_cost, 0.0, 1.0)
-        check_choice("compaction", compaction, COMPACTIONS)
-        if sub_advantage is not None:
-            check_choice("sub_advantage", sub_advantage, SUB_ADVANTAGES)
-        if compaction != "none" and sub_advantage is None:
-            raise ValueError(
-                f"compaction={compaction!r} splits episodes into sub-trajectories, so their rewards must be "
-                f"assigned: pass sub_advantage (one of {', '.join(SUB_ADVANTAGES)})"
-            )
-        if compaction != "none" and context_budget is None:
-            raise ValueError(
-                f"compaction={compaction!r} acts when the context outgrows its budget: pass context_budget "
-                "(in tokens; 256 splits a template episode into about 5 sub-trajectories)"
-            )
-        if context_budget is not None:
-            check_int("context_budget", context_budget, 1)
-        check_int("keep_turns", keep_turns, 0)
-        self.num_tasks, self.group_size, self.max_cands = num_tasks, group_size, max_cands
-        check_int("max_cmd_tokens", max_cmd_tokens, 1)
-        self.context = dict(
-            context_budget=context_budget,
-            compaction=compaction,
-            keep_turns=keep_turns,
-            max_cmd_tokens=max_cmd_tokens,
-            max_obs_tokens=max_obs_tokens,
-        )
-        self.sub_advantage, self.gamma = sub_advantage, float(gamma)
-        self.envs = [make_env() for _ in range(num_tasks * group_size)]
+    counts_tokens = False  # an env step is a turn
+    turn_rows = True
+    tok = TOOLSHELL_TOKENS
 
-    def state_dict(self) -> dict:
-        """Nothing to save: task seeds come from the trainer's generator."""
-        return {}
+    def __init__(self, max_cands: int = 64, smoothing: float = 0.1):
+        self.max_cands = check_int("max_cands", max_cands, 2)
+        self.smoothing = check_number("smoothing", smoothing, 0.0, 1.0)
+        self.mems: list[Memory] = []
+        self.chosen: list[tuple[str, str] | None] = []
 
-    def load_state_dict(self, state: dict) -> None:
-        if state:
-            raise ValueError(f"a TemplateCollector has no state, but the checkpoint holds {sorted(state)}")
+    def start(self, statements: list[str], envs: list) -> None:
+        self.mems = [Memory(st, max_turns_of(env), self.max_cands) for st, env in zip(statements, envs, strict=True)]
+        self.chosen = [None] * len(statements)
 
-    def evaluate(self, policy) -> dict:
-        return {}
-
-    def _context(self, statement: str) -> _Context | None:
-        if self.context["context_budget"] is None:
-            return None
-        return _Context.from_settings(statement, **self.context)
-
-    @torch.no_grad()
-    def collect(self, policy, generator: torch.Generator | None = None):
+    def choose(self, policy, live: list[int], contexts: list, generator=None) -> list[Choice]:
         device = next(policy.parameters()).device
-        t0 = time.perf_counter()
-        G = self.group_size
-        seeds = torch.randint(0, 2**31 - 1, (self.num_tasks,), generator=generator).tolist()
-        n = len(self.envs)
-        statements = [env.reset(seed=seeds[i // G]) for i, env in enumerate(self.envs)]
-        mems = [Memory(st, _max_turns(env), self.max_cands) for st, env in zip(statements, self.envs, strict=True)]
-        ctxs = [self._context(st) for st in statements]
-        steps: list[list[dict]] = [[] for _ in range(n)]
-        done = [False] * n
-        cut = [False] * n
-        while not all(done):
-            live = [i for i in range(n) if not done[i]]
-            feats = [mems[i].features() for i in live]
-            C = max(len(k) for k, _, _ in feats)
-            cand, cmask = _pad_stack([c for _, c, _ in feats], C)  # (N, C, F), (N, C)
-            state = torch.stack([s for _, _, s in feats])  # (N, S)
-            idx, logp, v = policy.act(cand.to(device), cmask.to(device), state.to(device), generator)
-            idx, logp = idx.cpu().tolist(), logp.cpu().tolist()
-            v = v.cpu().tolist() if v is not None else [0.0] * len(live)
-            for j, i in enumerate(live):
-                t, a = feats[j][0][idx[j]]
-                command = command_of(t, a)
-                obs, reward, d, info = self.envs[i].step(command)
-                steps[i].append(
-                    {
-                        "cand": feats[j][1],
-                        "state": feats[j][2],
-                        "action": idx[j],
-                        "logp": logp[j],
-                        "value": v[j],
-                        "reward": float(reward) - self.turn_cost,
-                        "segment": ctxs[i].k if ctxs[i] is not None else 0,
-                    }
-                )
-                mems[i].update(obs, t, a, info)
-                if d:
-                    done[i] = True
-                    cut[i] = (info.get("guard") or {}).get("action") == "end"
-                elif ctxs[i] is not None:
-                    compacted = ctxs[i].record(command, obs)
-                    if compacted is not None:
-                        mems[i].restart(compacted)
-                    done[i] = ctxs[i].overflow
-        t_sample = time.perf_counter() - t0
-        batch, meta = self._batch(steps, device)
-        records = [dict(env.episode) for env in self.envs]
-        returns = [sum(s["reward"] for s in st) for st in steps]
-        if self.sub_advantage is not None:
-            outcome = torch.tensor(returns, dtype=batch["mask"].dtype, device=device)
-            batch["rewards"], batch["group_ids"] = assign_rewards(
-                self.sub_advantage,
-                meta,
-                outcome,
-                batch["mask"],
-                batch["values"],
-                self.gamma,
-                num_tasks=self.num_tasks,
-                group_size=G,
-            )
-        if not policy.has_critic:
-            batch.pop("values")
-        K = meta[:, 3].float()
-        metrics = {
-            "solve_rate": sum(bool(r.get("honest_solve")) for r in records) / n,
-            "success_rate": sum(bool(r.get("solved")) for r in records) / n,
-            "hack_rate": sum(bool(r.get("hacked")) for r in records) / n,
-            "attempt_rate": sum(r.get("guard_flagged", 0) > 0 or bool(r.get("hacked")) for r in records) / n,
-            "intercepts_per_episode": sum(r.get("guard_flagged", 0) for r in records) / n,
-            "missed_per_episode": sum(r.get("guard_missed", 0) for r in records) / n,
-            "decoy_turns_per_episode": sum(r.get("guard_decoy_turns", 0) for r in records) / n,
-            "cut_short_rate": sum(cut) / n,
-            "timeout_rate": sum(r.get("submitted") is None and not c for r, c in zip(records, cut, strict=True)) / n,
-            "overflow_rate": sum(bool(c is not None and c.overflow) for c in ctxs) / n,
-            "segments_per_episode": len(meta) / n,
-            "mean_turns": sum(len(st) for st in steps) / n,
-            "sample_time": t_sample,
-        }
-        if self.sub_advantage is not None:
-            metrics["comparable_row_frac"] = _comparable_frac(self.sub_advantage, batch["group_ids"], meta)
-            metrics["max_segments"] = float(K.max())
-            if policy.has_critic:
-                metrics.update(_critic_fit(batch["values"], batch["mask"], meta, returns, self.gamma))
-        if all("hops" in r for r in records):
-            metrics.update(_feasibility_metrics(records, [_max_turns(env) for env in self.envs]))
-        info = {
-            "episode_returns": returns,
-            "episode_lengths": [len(st) for st in steps],
-            "env_steps": sum(len(st) for st in steps),
-            "metrics": metrics,
-            "meta": meta,  # (R, 4) (task, episode, k, K) per row, for assign_rewards
-        }
-        return batch, info
+        feats = [self.mems[i].features() for i in live]
+        C = max(len(k) for k, _, _ in feats)
+        cand, cmask = _pad_stack([c for _, c, _ in feats], C)  # (N, C, F), (N, C)
+        state = torch.stack([s for _, _, s in feats])  # (N, S)
+        idx, logp, v = policy.act(cand.to(device), cmask.to(device), state.to(device), generator)
+        idx, logp = idx.cpu().tolist(), logp.cpu().tolist()
+        v = v.cpu().tolist() if v is not None else [0.0] * len(live)
+        out = []
+        for j, i in enumerate(live):
+            keys, c, s = feats[j]
+            self.chosen[i] = keys[idx[j]]
+            step = {"cand": c, "state": s, "action": idx[j], "logp": logp[j], "value": v[j]}
+            out.append(self._choice(command_of(*keys[idx[j]]), step))
+        return out
 
-    def _batch(self, steps: list[list[dict]], device) -> tuple[dict, torch.Tensor]:
-        """One row per sub-trajectory (per episode without compaction), in episode order; and ``meta``
-        (R, 4) = (task, episode, k, K) per row, as :func:`~rltutor.rollout.compaction.assign_rewards` takes."""
-        rows: list[list[dict]] = []
+    def _choice(self, command: str, step: dict) -> Choice:
+        """The command as the context counts it: its tokens and ``<eos>`` (not cut: a template's command is
+        whole)."""
+        tokens = [*encode(command), EOS]
+        return Choice(command, tokens, [0.0] * len(tokens), step)
+
+    def demo(self, i: int, command: str) -> Choice:
+        """A scripted command as a choice among this turn's candidates (``action``: its index). Raises if it
+        is not a candidate."""
+        keys, cand, s = self.mems[i].features()
+        lines = [command_of(t, a) for t, a in keys]
+        if command not in lines:
+            raise ValueError(
+                f"the demonstration's command {command!r} is not among the {len(lines)} "
+                f"candidates at turn {self.mems[i].turn}; the candidate extraction misses it"
+            )
+        k = lines.index(command)
+        self.chosen[i] = keys[k]
+        return self._choice(command, {"cand": cand, "state": s, "action": k, "logp": 0.0, "value": 0.0})
+
+    def observe(self, i: int, obs: str, info: dict, compacted: str | None) -> None:
+        self.mems[i].update(obs, *self.chosen[i], info)
+        if compacted is not None:
+            self.mems[i].restart(compacted)
+
+    def rows(self, episodes: list[Episode], policy, device) -> tuple[dict, torch.Tensor]:
+        """One row per sub-trajectory, in episode order, one step per turn: ``actions`` (B, T), ``logp``,
+        ``mask``, ``rewards`` (each turn's, where it is paid), ``values`` (B, T); ``cand`` (B, T, C, F),
+        ``cand_mask`` (B, T, C), ``state`` (B, T, S); ``group_ids`` (B,) the task; and ``meta`` (R, 4) =
+        (task, episode, k, K) per row, as :func:`~rltutor.rollout.compaction.assign_rewards` takes."""
+        rows: list[list[tuple[dict, float]]] = []
         meta = []
-        for e, st in enumerate(steps):
-            K = st[-1]["segment"] + 1
+        for e, ep in enumerate(episodes):
+            K = ep.turn_segments[-1] + 1
             for k in range(K):
-                rows.append([s for s in st if s["segment"] == k])
-                meta.append((e // self.group_size, e, k, K))
+                turns = zip(ep.steps, ep.rewards, ep.turn_segments, strict=True)
+                rows.append([(s, r) for s, r, seg in turns if seg == k])
+                meta.append((ep.task, e, k, K))
         if any(not r for r in rows):
             raise RuntimeError("a sub-trajectory without a turn: compaction must follow a turn")  # cannot happen
         B, T = len(rows), max(len(r) for r in rows)
-        C = max(len(s["cand"]) for r in rows for s in r)
+        C = max(len(s["cand"]) for r in rows for s, _ in r)
         cand = torch.zeros(B, T, C, CAND_DIM)
         cmask = torch.zeros(B, T, C, dtype=torch.bool)
         cmask[:, :, 0] = True  # padded turns keep one valid candidate, so their (masked) log-probs stay finite
@@ -554,20 +394,19 @@ class TemplateCollector:
         actions = torch.zeros(B, T, dtype=torch.long)
         logp, mask, rewards, values = (torch.zeros(B, T) for _ in range(4))
         for b, r in enumerate(rows):
-            for t, s in enumerate(r):
+            for t, (s, reward) in enumerate(r):
                 k = len(s["cand"])
                 cand[b, t, :k] = s["cand"]
                 cmask[b, t, :k] = True
                 state[b, t] = s["state"]
                 actions[b, t], logp[b, t], values[b, t] = s["action"], s["logp"], s["value"]
-                rewards[b, t], mask[b, t] = s["reward"], 1.0
-        group_ids = torch.tensor([m[0] for m in meta])
+                rewards[b, t], mask[b, t] = reward, 1.0
         batch = {
             "actions": actions,
             "logp": logp,
             "mask": mask,
             "rewards": rewards,
-            "group_ids": group_ids,
+            "group_ids": torch.tensor([m[0] for m in meta]),
             "values": values * mask,
             "cand": cand,
             "cand_mask": cmask,
@@ -575,59 +414,57 @@ class TemplateCollector:
         }
         return {k: v.to(device) for k, v in batch.items()}, torch.tensor(meta, dtype=torch.long, device=device)
 
+    def metrics(self, batch: dict, meta: torch.Tensor, episodes: list[Episode], sub_advantage, gamma, policy) -> dict:
+        """With a ``sub_advantage``: ``comparable_row_frac``, ``max_segments`` and, with a critic, how well it
+        predicts the outcome (``critic_ev_boundary``, ``critic_ev_all``)."""
+        if sub_advantage is None:
+            return {}
+        out = {
+            "comparable_row_frac": _comparable_frac(sub_advantage, batch["group_ids"], meta),
+            "max_segments": float(meta[:, 3].float().max()),
+        }
+        if policy.has_critic:
+            out.update(_critic_fit(batch["values"], batch["mask"], meta, [e.score for e in episodes], gamma))
+        return out
+
+    def demo_rows(self, episodes: list[Episode]) -> dict:
+        """The demonstrations' turns: ``cand`` (N, C, F), ``cand_mask`` (N, C), ``state`` (N, S), ``target``
+        (N,) the index of the solver's command among the candidates."""
+        steps = [s for ep in episodes for s in ep.steps]
+        cand, cmask = _pad_stack([s["cand"] for s in steps], max(len(s["cand"]) for s in steps))
+        return {
+            "cand": cand,
+            "cand_mask": cmask,
+            "state": torch.stack([s["state"] for s in steps]),
+            "target": torch.tensor([s["action"] for s in steps]),
+        }
+
+    def clone(self, policy, episodes: list[Episode], steps: int = 300, lr: float = 3e-3, generator=None) -> list:
+        """The warm start: :func:`behaviour_clone` on the demonstrations' choices. Returns each step's loss."""
+        return behaviour_clone(policy, self.demo_rows(episodes), steps, lr, self.smoothing, generator=generator)
+
+
+def TemplateCollector(  # noqa: N802 (a collector's name, kept for the labs that build one directly)
+    make_env: Callable,
+    num_tasks: int = 4,
+    group_size: int = 4,
+    turn_cost: float = 0.0,
+    max_cands: int = 64,
+    sub_advantage: str | None = None,
+    gamma: float = 1.0,
+    **context,
+) -> AgentCollector:
+    """An :class:`~rltutor.rollout.agent.AgentCollector` with a :class:`TemplateChooser`; ``context``: the
+    :class:`~rltutor.rollout.context.ContextSpec` fields (default no budget and no compaction)."""
+    spec = ContextSpec(**{"context_budget": None, "compaction": "none", **context})
+    return AgentCollector(
+        make_env, TemplateChooser(max_cands), num_tasks, group_size, spec, sub_advantage, gamma, turn_cost
+    )
+
 
 # ----------------------------------------------------------------------------------------------
 # The warm start: behaviour cloning of the scripted honest solver
 # ----------------------------------------------------------------------------------------------
-
-
-def template_demos(
-    make_env: Callable,
-    solver: Callable,
-    n: int,
-    seed: int = 0,
-    max_cands: int = 64,
-    context: dict | None = None,
-) -> dict:
-    """``n`` episodes of ``solver(env) -> commands`` (the honest scripted solver) on fresh tasks, as
-    turns: ``cand`` (N, C, F), ``cand_mask`` (N, C), ``state`` (N, S), ``target`` (N,) the index of the
-    solver's command among the candidates. Raises if a solver command is not a candidate.
-
-    ``context``: the collector's context settings (:attr:`TemplateCollector.context`: ``context_budget``,
-    ``compaction``, ``keep_turns``, ``max_cmd_tokens``, ``max_obs_tokens``), so that the demonstrations pass
-    through the same compactions (and the same restarted memories) as the episodes RL will collect."""
-    env = make_env()
-    g = torch.Generator().manual_seed(seed)
-    cands, states, targets = [], [], []
-    for _ in range(n):
-        statement = env.reset(seed=int(torch.randint(0, 2**31 - 1, (1,), generator=g)))
-        mem = Memory(statement, _max_turns(env), max_cands)
-        ctx = _Context.from_settings(statement, **context) if context else None
-        for command in solver(env):
-            keys, cand, s = mem.features()
-            lines = [command_of(t, a) for t, a in keys]
-            if command not in lines:
-                raise ValueError(
-                    f"the demonstration's command {command!r} is not among the {len(lines)} "
-                    f"candidates at turn {mem.turn}; the candidate extraction misses it"
-                )
-            k = lines.index(command)
-            cands.append(cand)
-            states.append(s)
-            targets.append(k)
-            obs, _r, done, info = env.step(command)
-            mem.update(obs, *keys[k], info)
-            if done:
-                break
-            if ctx is not None:
-                compacted = ctx.record(command, obs)
-                if compacted is not None:
-                    mem.restart(compacted)
-                if ctx.overflow:
-                    break
-    C = max(len(c) for c in cands)
-    cand, cmask = _pad_stack(cands, C)
-    return {"cand": cand, "cand_mask": cmask, "state": torch.stack(states), "target": torch.tensor(targets)}
 
 
 def behaviour_clone(
