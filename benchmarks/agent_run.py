@@ -11,11 +11,10 @@ import time
 
 import torch
 
-from rltutor.build import _agent_kwargs, agent_demos, agent_sft
 from rltutor.config import make_config
-from rltutor.envs.toolshell import VOCAB, ToolShell
+from rltutor.envs.toolshell import VOCAB, ToolShell, scripted_solver
 from rltutor.models.lm_policy import LMPolicy, make_model
-from rltutor.rollout.agent import AgentCollector
+from rltutor.rollout.agent import AgentCollector, TokenChooser, demonstrations
 from rltutor.train import Trainer
 
 p = argparse.ArgumentParser()
@@ -47,13 +46,15 @@ cfg = make_config(
 )
 knobs = ToolShell(hops=a.hops, max_turns=a.hops + 4, max_output_chars=250).knobs
 t = time.time()
-demos = agent_demos(ToolShell(**knobs), 1024, seed=0, **_agent_kwargs(cfg))
+spec = cfg.context_spec()
+chooser = TokenChooser(spec.max_cmd_tokens)
+demos = demonstrations(lambda: ToolShell(**knobs), scripted_solver, 1024, chooser, spec, seed=0)
 model = make_model(len(VOCAB), a.budget, a.n_layer, 4, a.n_embd, seed=0, device=a.device)
-losses = agent_sft(model, demos, steps=a.steps, lr=a.lr, generator=torch.Generator().manual_seed(0))
+losses = chooser.clone(model, demos, steps=a.steps, lr=a.lr, generator=torch.Generator().manual_seed(0))
 curve = [round(x, 3) for x in losses[:: max(1, a.steps // 10)]]
 print(f"sft {a.steps} steps in {time.time() - t:.1f}s; loss every 10%:", curve)
 policy = LMPolicy(model, "head")
-col = AgentCollector(lambda: ToolShell(**knobs), num_tasks=8, group_size=4, **_agent_kwargs(cfg))
+col = AgentCollector(lambda: ToolShell(**knobs), chooser, num_tasks=8, group_size=4, spec=spec)
 for i in range(2):
     t = time.time()
     _, info = col.collect(policy, torch.Generator().manual_seed(i))

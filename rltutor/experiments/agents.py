@@ -291,8 +291,10 @@ def sub_advantage_snr(
     from rltutor.build import build
     from rltutor.envs.toolshell import ToolShell
     from rltutor.experiments.variance import summarize as grad_summary
+    from rltutor.rollout.agent import AgentCollector
     from rltutor.rollout.compaction import assign_rewards, comparable_fraction
-    from rltutor.rollout.templates import TemplateCollector, outcome_to_go
+    from rltutor.rollout.context import ContextSpec
+    from rltutor.rollout.templates import TemplateChooser, outcome_to_go
 
     sets = {"agent_policy": "templates", "env_options": TEMPLATE_TASKS[tasks], "seed": seed, "total_steps": 10**9}
     base = resolve("ppo", "toolshell", sets=sets)
@@ -302,17 +304,16 @@ def sub_advantage_snr(
     rows = []
     for budget in budgets:
         policy = copy.deepcopy(policy0)
-        col = TemplateCollector(
+        spec = ContextSpec(budget, compaction, base.keep_turns, base.max_cmd_tokens, base.max_obs_tokens)
+        col = AgentCollector(
             lambda: ToolShell(**knobs),
+            TemplateChooser(),
             num_tasks=n_tasks,
             group_size=G,
-            turn_cost=base.turn_cost,
-            context_budget=budget,
-            compaction=compaction,
+            spec=spec,
             sub_advantage="ppo_no_bootstrap",
             gamma=gamma,
-            max_cmd_tokens=base.max_cmd_tokens,
-            max_obs_tokens=base.max_obs_tokens,
+            turn_cost=base.turn_cost,
         )
         gen = torch.Generator().manual_seed(1000 * seed + budget)
         fit = [col.collect(policy, gen) for _ in range(fit_batches)]

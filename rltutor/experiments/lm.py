@@ -147,7 +147,7 @@ def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:
     """Train for ``steps`` updates; one record per update with the trainer's and the sampler's metrics."""
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    device = get_device(None if config.device == "auto" else config.device)
+    device = get_device(config.device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     trainer = Trainer(config)

@@ -29,8 +29,8 @@ score is ``R - turn_cost * turns`` (what GRPO compares) and
 GAE sees each turn's cost where it is paid. With a ``sub_advantage`` the episode's return is assigned to
 its sub-trajectories (:func:`~rltutor.rollout.compaction.assign_rewards`).
 
-:func:`TemplateCollector` is a name kept for :mod:`rltutor.experiments.agents`, which builds the template
-agent's collector directly: an ``AgentCollector`` with a ``TemplateChooser``.
+The template agent's collector is the one :class:`~rltutor.rollout.agent.AgentCollector` with a
+:class:`TemplateChooser`.
 """
 
 from __future__ import annotations
@@ -38,15 +38,14 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from rltutor.envs.toolshell.vocab import EOS, encode
-from rltutor.rollout.agent import AgentCollector, Choice, max_turns_of
-from rltutor.rollout.compaction import comparable_rows
-from rltutor.rollout.context import TOOLSHELL_TOKENS, ContextSpec, Episode
+from rltutor.rollout.agent import Choice, max_turns_of
+from rltutor.rollout.compaction import comparable_fraction
+from rltutor.rollout.context import TOOLSHELL_TOKENS, Episode
 from rltutor.utils import check_int, check_number, explained_variance
 
 __all__ = [
@@ -56,7 +55,6 @@ __all__ = [
     "STATE_DIM",
     "Memory",
     "TemplateChooser",
-    "TemplateCollector",
     "behaviour_clone",
     "command_of",
     "outcome_to_go",
@@ -258,21 +256,6 @@ def _pad_stack(xs: list[torch.Tensor], C: int) -> tuple[torch.Tensor, torch.Tens
     return out, mask
 
 
-def _comparable_frac(mode: str, group_ids: torch.Tensor, meta: torch.Tensor) -> float:
-    """The share of rows whose advantage comes from a comparison within a group of comparable samples
-    (:func:`~rltutor.rollout.compaction.comparable_rows`): NaN for the PPO modes (no groups: a critic's
-    baseline); for ``broadcast_grpo``, whose groups are whole episodes of one task, the share of rows whose
-    episode has at least one other episode of its task."""
-    if mode.startswith("ppo"):
-        return float("nan")
-    if mode == "broadcast_grpo":
-        episodes_per_task = torch.zeros(int(meta[:, 0].max()) + 1, dtype=torch.long, device=meta.device)
-        first = meta[:, 2] == 0
-        episodes_per_task.index_add_(0, meta[first, 0], torch.ones_like(meta[first, 0]))
-        return float((episodes_per_task[meta[:, 0]] >= 2).float().mean())
-    return float(comparable_rows(group_ids, meta).float().mean())
-
-
 def outcome_to_go(mask: torch.Tensor, meta: torch.Tensor, returns: torch.Tensor, gamma: float) -> torch.Tensor:
     """(R, T) the discounted outcome from each turn of R sub-trajectory rows, ``gamma^(turns left - 1) *
     R_episode`` (an episode's return sits on its last turn): what a critic of these rows should predict.
@@ -420,7 +403,7 @@ class TemplateChooser:
         if sub_advantage is None:
             return {}
         out = {
-            "comparable_row_frac": _comparable_frac(sub_advantage, batch["group_ids"], meta),
+            "comparable_row_frac": comparable_fraction(sub_advantage, batch["group_ids"], meta),
             "max_segments": float(meta[:, 3].float().max()),
         }
         if policy.has_critic:
@@ -442,24 +425,6 @@ class TemplateChooser:
     def clone(self, policy, episodes: list[Episode], steps: int = 300, lr: float = 3e-3, generator=None) -> list:
         """The warm start: :func:`behaviour_clone` on the demonstrations' choices. Returns each step's loss."""
         return behaviour_clone(policy, self.demo_rows(episodes), steps, lr, self.smoothing, generator=generator)
-
-
-def TemplateCollector(  # noqa: N802 (a collector's name, kept for the labs that build one directly)
-    make_env: Callable,
-    num_tasks: int = 4,
-    group_size: int = 4,
-    turn_cost: float = 0.0,
-    max_cands: int = 64,
-    sub_advantage: str | None = None,
-    gamma: float = 1.0,
-    **context,
-) -> AgentCollector:
-    """An :class:`~rltutor.rollout.agent.AgentCollector` with a :class:`TemplateChooser`; ``context``: the
-    :class:`~rltutor.rollout.context.ContextSpec` fields (default no budget and no compaction)."""
-    spec = ContextSpec(**{"context_budget": None, "compaction": "none", **context})
-    return AgentCollector(
-        make_env, TemplateChooser(max_cands), num_tasks, group_size, spec, sub_advantage, gamma, turn_cost
-    )
 
 
 # ----------------------------------------------------------------------------------------------
