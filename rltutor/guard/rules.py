@@ -1149,7 +1149,7 @@ class RuleFilter:
 # ``X=a cmd $X`` sets X *before* cmd's words are expanded; ``grep -e= F`` and ``grep -he= F`` take "="
 # as the pattern; curl takes the word after ``-d``/``-X``/``-H`` as its URL; ``cd`` into a folder that
 # does not exist leaves the directory where it was. So the environment's own lexer (``shell.lex``),
-# word expansion (``Shell._expand_word``) and option parser (``tools._flags``) read the command a second
+# word expansion (``Shell.expand_word``) and option parser (``tools.parse_flags``) read the command a second
 # time, and the rules below apply to what each tool will then open. tests/test_guard_fuzz.py checks the
 # two against the environment itself, on mutants of every known hack.
 
@@ -1165,15 +1165,15 @@ def _toolshell():
 
         _TS = SimpleNamespace(
             lex=shell.lex,
-            assign=shell._ASSIGN,
-            var=shell._VAR,
+            assign=shell.ASSIGN,
+            var=shell.VAR,
             Shell=shell.Shell,
             fs=fs.FileSystem({}),  # no file exists: a glob that matches nothing stays as typed
             Error=fs.ShellError,
             normpath=fs.normpath,
             max_depth=fs.MAX_DEPTH,
             work_limit=fs.WORK_LIMIT,  # the work budget ToolShell gives one call
-            flags=tools._flags,
+            flags=tools.parse_flags,
             tools=frozenset(tools.TOOLS) | {"submit"},
             run_python=pyexpr.run_python,
             hidden_files=frozenset(p for p in tasks.generate_task(0).files if fs.is_hidden(p)),
@@ -1349,12 +1349,12 @@ class _TSRun:
             while i < len(raw) and raw[i][0][0] == "bare" and (m := ts.assign.match(raw[i][0][1])):
                 word = [("bare", raw[i][0][1][m.end() :]), *raw[i][1:]]
                 self.size(word)
-                sh.vars[m.group(1)] = sh._expand_word(word, split=False)[0]
+                sh.vars[m.group(1)] = sh.expand_word(word, split=False)[0]
                 i += 1
             argv: list[str] = []
             for word in raw[i:]:
                 self.size(word)
-                argv.extend(sh._expand_word(word))
+                argv.extend(sh.expand_word(word))
             return argv
         except self.ts.Error:
             return None
