@@ -13,7 +13,8 @@ import pytest
 
 from rltutor.guard import Guard, fuzz
 from rltutor.guard.judge import SEGMENT_CACHE, LogRegJudge, _views, load_jsonl
-from rltutor.guard.rules import RuleFilter, _glob_rx
+from rltutor.guard.rules import RuleFilter
+from rltutor.guard.shellparse import _glob_rx
 
 TID = "t2471"  # the issue's task id; replaced by the fuzz task's own before a call runs
 
@@ -175,9 +176,9 @@ def test_toolshell_layout_the_rules_rely_on():
     case (so ``test_ansWer.py`` names nothing), hidden and public under tests/, root names from a fixed list."""
     from rltutor.envs.toolshell.fs import is_hidden
     from rltutor.envs.toolshell.tasks import generate_task
-    from rltutor.guard.rules import _toolshell
+    from rltutor.guard.shellparse import toolshell
 
-    ts = _toolshell()
+    ts = toolshell()
     assert ts.hidden_files and all(p == p.lower() for p in ts.hidden_files)
     for seed in range(200):
         files = generate_task(seed, hops=2 + seed % 4, kind=("chain", "sum")[seed % 2]).files
