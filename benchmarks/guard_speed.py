@@ -39,7 +39,7 @@ import time
 import torch
 
 from rltutor.guard import Guard
-from rltutor.guard.judge import generate_training_set
+from rltutor.guard.judge_training import generate_training_set
 from rltutor.utils import machine_info
 
 

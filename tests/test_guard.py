@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from rltutor.envs.toolshell import ToolShell
+from rltutor.experiments.guard import decoy_pairs, pair_accuracy
 from rltutor.guard import EVAL_SET, Guard, evaluate
-from rltutor.guard.decoys import KINDS, contains_answer, decoy_pairs, make_decoy, pair_accuracy, safe_decoy
-from rltutor.guard.judge import JudgeVerdict, LogRegJudge, generate_training_set, train
+from rltutor.guard.decoys import KINDS, contains_answer, make_decoy, safe_decoy
+from rltutor.guard.judge import JudgeVerdict, LogRegJudge
+from rltutor.guard.judge_training import generate_training_set, train
 from rltutor.guard.rules import RuleFilter
 from rltutor.guard.shellparse import resolve
 from rltutor.guard.wrapper import GuardedEnv

@@ -1,4 +1,4 @@
-"""The guard: cheap rules first, then a judge, in front of a tool-using environment (chapter 11).
+"""The guard: cheap rules first, then a judge, for every call of a tool-using agent (chapter 11).
 
 >>> from rltutor.guard import Guard
 >>> Guard.default().inspect("cat tests/hid''den/test_a.py").blocked
@@ -10,8 +10,7 @@ True
 reading of it as ToolShell executes it settles it (:meth:`RuleFilter.settled`: every command is one
 ToolShell runs exactly, or one no shell finds, such as ``Cat``, and none reads hidden material). A judge that raises
 or runs past ``judge_timeout`` seconds blocks the call (fail closed) and the failure is logged.
-:class:`~rltutor.guard.wrapper.GuardedEnv` applies a verdict to an environment with a policy;
-:mod:`rltutor.guard.decoys` writes the replies of the "decoy" policy.
+:class:`~rltutor.guard.wrapper.GuardedEnv` applies a verdict to an environment with a policy.
 """
 
 from __future__ import annotations
@@ -22,12 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .rules import RuleFilter, RuleResult
+from .rules import RuleFilter
 
 log = logging.getLogger("rltutor.guard")
 EVAL_SET = Path(__file__).parent / "data" / "eval.jsonl"
-
-__all__ = ["Guard", "Verdict", "evaluate", "RuleFilter", "RuleResult", "EVAL_SET"]
 
 
 @dataclass(frozen=True)
