@@ -58,3 +58,40 @@ def test_a_changed_verdict_changes_the_digest(script):
     rows = script.rows_of(script.calls_of("dev"))
     rows[0][2] = not rows[0][2]
     assert script.digest(rows) != DIGESTS["dev"]
+
+
+def _same_decisions(script, calls):
+    """The calls on which the rule filter's one fast path (``RuleFilter._fast``) and the full reading
+    (``RuleFilter(fast=False)``) disagree: on the rules' reasons or suspicion, or the guard's verdict."""
+    from rltutor.guard import Guard, RuleFilter
+
+    fast, full = RuleFilter(), RuleFilter(fast=False)
+    g_fast, g_full = Guard.default(rules=fast), Guard.default(rules=full)
+    bad = []
+    for c in calls:
+        a, b = fast.check(c), full.check(c)
+        if (a.reasons, a.suspicion) != (b.reasons, b.suspicion) or g_fast.inspect(c) != g_full.inspect(c):
+            bad.append(c)
+    return bad
+
+
+@pytest.mark.parametrize("name", ["eval", "dev", "train"])
+def test_fast_path_decides_as_the_full_reading(script, name):
+    assert _same_decisions(script, script.calls_of(name)) == []
+
+
+def test_fast_path_decides_as_the_full_reading_on_fuzz_mutants(script):
+    from rltutor.guard import fuzz
+    from rltutor.guard.rules import _PLAIN_RE, RuleFilter
+
+    calls = fuzz.mutants(10_000, seed=1)
+    rf = RuleFilter()
+    taken = [c for c in calls if _PLAIN_RE.fullmatch(c) and ".." not in c and rf._fast(c) is not None]
+    assert len(taken) > 100, len(taken)  # the fast path is taken, blocking some calls, passing others
+    assert {bool(rf._fast(c).reasons) for c in taken} == {True, False}
+    assert _same_decisions(script, calls) == []
+
+
+@pytest.mark.slow
+def test_fast_path_decides_as_the_full_reading_on_100k_fuzz_mutants(script):
+    assert _same_decisions(script, script.calls_of("fuzz100k")) == []
