@@ -7,13 +7,14 @@ reading, in two versions, and the path arithmetic both share.
 **Why two readings.** The environment the agent acts in is :mod:`rltutor.envs.toolshell`, a simulated
 shell with its own, smaller grammar. What matters is what *it* will open, so the rules read every call
 with ToolShell's own lexer (``shell.lex``), word expansion (``Shell.expand_word``, ``ASSIGN``, ``VAR``)
-and option parser (``tools.parse_flags``): :class:`ToolShellReading`, not a copy of them. But a call
-ToolShell cannot parse, or a command it lacks (``rg``, ``perl``, ``$(( ))``, ``{a,b}``, ``$'\\x68'``),
-is still text a judge reads and that a real shell would run: the rules keep a reading that follows bash
-(:func:`tokenize`, :func:`brace`: quotes, ``$'..'`` escapes, ``${X}``, ``$(..)`` and backquotes,
-braces), so that they can block or score such calls too, and so that what ToolShell may grow later is
-already covered. Dropping it changes verdicts on the shipped sets (calls ToolShell refuses but bash
-runs), so both stay; ``tests/test_guard_fuzz.py`` checks both against the environment itself.
+and option parser (``tools.parse_flags``): :class:`ToolShellReading`, not a copy of them. But ToolShell
+knows a dozen tools, and a guard must also judge what a real shell would run: ``less``, ``sed``, ``awk``,
+``pytest``, ``find -exec``, text piped into ``bash``, ``$(( ))``, ``{a,b}``, ``$'\\x68'``. So the rules
+keep a reading that follows bash (:func:`tokenize`, :func:`brace`: quotes, ``$'..'`` escapes, ``${X}``,
+``$(..)`` and backquotes, braces). It cannot go: of the 362 calls of ``data/eval.jsonl``, 81 hacks are
+blocked by the bash reading alone (7 of 53 in ``dev.jsonl``, 1,169 of 5,442 in ``train.jsonl``;
+measured when the guard was split, issue 20). ``tests/test_guard_fuzz.py`` checks both against the
+environment itself.
 
 1. :func:`tokenize`: words (lists of parts: literal, variable, substitution, arithmetic) and operators;
    :func:`brace` expands ``{a,b}``; :func:`decode_escapes` and :func:`b64` undo escapes and base64.
