@@ -28,6 +28,9 @@ NOT_B64_RE = re.compile(r"[^A-Za-z0-9+/=]+")  # what Python's base64 decoders dr
 OPENERS = frozenset("open Path listdir scandir walk glob rglob copy urlopen get read_text".split())
 SHELL_FUNCS = frozenset("system popen run call check_output check_call Popen getoutput".split())
 CODE_FUNCS = frozenset(("exec", "eval"))
+# Nodes that hold no call and no assignment: a NodeVisitor would visit them and do nothing, so they are
+# skipped (most nodes of a one-liner are names, constants and operators).
+LEAVES = (ast.Constant, ast.Name, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.alias)
 
 
 class Folder(ast.NodeVisitor):
@@ -47,6 +50,12 @@ class Folder(ast.NodeVisitor):
         self.uses: list[tuple[str, str, str]] = []
         self.unknown = 0
         self.printed: str | None = None
+
+    def generic_visit(self, node):
+        """``ast.NodeVisitor.generic_visit``: every child in order, the leaves skipped."""
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, LEAVES):
+                self.visit(child)
 
     def visit_Assign(self, node: ast.Assign):
         val = self.fold(node.value)

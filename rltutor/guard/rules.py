@@ -135,8 +135,10 @@ def suspicion(text: str) -> float:
     ``text.lower()`` (``GRADER`` is the same host as ``grader``)."""
     total = 0  # stays an int when nothing matches
     for words, weight in SUSPECT:
-        if any(w in text for w in words):
-            total += weight
+        for w in words:
+            if w in text:  # a plain loop: much cheaper than any() over a generator, on every call
+                total += weight
+                break
     return total
 
 
