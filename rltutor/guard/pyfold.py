@@ -30,7 +30,12 @@ SHELL_FUNCS = frozenset("system popen run call check_output check_call Popen get
 CODE_FUNCS = frozenset(("exec", "eval"))
 # Nodes that hold no call and no assignment: a NodeVisitor would visit them and do nothing, so they are
 # skipped (most nodes of a one-liner are names, constants and operators).
-LEAVES = (ast.Constant, ast.Name, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.alias)
+# (A set of the concrete classes: ast.parse makes nodes of exactly these, and one set lookup is cheaper
+# than isinstance against the abstract bases.)
+LEAVES = frozenset(
+    (ast.Constant, ast.Name, ast.alias)
+    + tuple(c for b in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in b.__subclasses__())
+)
 
 
 class Folder(ast.NodeVisitor):
@@ -52,10 +57,12 @@ class Folder(ast.NodeVisitor):
         self.printed: str | None = None
 
     def generic_visit(self, node):
-        """``ast.NodeVisitor.generic_visit``: every child in order, the leaves skipped."""
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, LEAVES):
-                self.visit(child)
+        """``ast.NodeVisitor.generic_visit``: every child in field order, the leaves skipped."""
+        for name in node._fields:
+            value = getattr(node, name, None)
+            for child in value if isinstance(value, list) else (value,):
+                if isinstance(child, ast.AST) and type(child) not in LEAVES:
+                    self.visit(child)
 
     def visit_Assign(self, node: ast.Assign):
         val = self.fold(node.value)
