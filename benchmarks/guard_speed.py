@@ -1,16 +1,19 @@
 """How many calls per second the guard inspects (chapter 7). Not a unit test: run it by hand.
 
-    python benchmarks/guard_speed.py [--seconds 3] [--repeats 5] [--baseline OLD_RULES.py]
+    python benchmarks/guard_speed.py [--seconds 3] [--repeats 5] [--baseline OLD_CHECKOUT]
 
 Measures ``Guard.default().inspect`` on calls the rules decide (blocked by a rule, or passed with
 a suspicion below the judge threshold) and, separately, on calls that go to the offline judge, for
 two kinds of traffic: the plain calls an agent types most, and heavily obfuscated calls.
 There is no cache: every call is parsed from scratch. Target: >= 20,000 rule-decided calls/s.
 
-Rates are CPU time (``time.process_time``) of this process, the median of ``--repeats`` runs, so other
-work on the machine disturbs them less than wall time would. ``--baseline`` takes a saved copy of an
-older ``rltutor/guard/rules.py`` and measures its ``RuleFilter`` in the same run, repeats interleaved
-with the current one, to compare the two side by side.
+Rates are CPU time (``time.process_time``) of the measuring process, the median of ``--repeats`` runs,
+so other work on the machine disturbs them less than wall time would. ``--baseline`` takes the root of a
+checkout of an older commit (``git worktree add /tmp/old 4fd66bb``, or ``git archive 4fd66bb | tar -x -C
+/tmp/old``) and measures its whole ``Guard.default()`` on the same calls, in a child process with that
+checkout first on ``sys.path``, repeats interleaved with the current checkout's, measured the same way
+in a child process of its own, to compare the two side by side. (Issue 20 split ``rules.py`` into
+modules, so a saved copy of the one file no longer loads.)
 
 Measured on 2026-12-01 (``--seconds 6 --repeats 7``, baseline: ``rules.py`` before the speed work of
 issue 12; ``CPU: AMD EPYC; torch 2.13.0+cpu, CPU kernel level AVX2; 2 logical CPUs``; three runs on a
@@ -30,16 +33,19 @@ See ``benchmarks/README.md`` (section guard_speed) for the details.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
 
 from rltutor.guard import Guard
-from rltutor.guard.judge import generate_training_set
+from rltutor.guard.judge_training import generate_training_set
 from rltutor.utils import machine_info
 
 
@@ -53,34 +59,66 @@ def rate(guard: Guard, calls: list[str], seconds: float) -> float:
     return n / (time.process_time() - t0)
 
 
-def rates(guards: dict[str, Guard], calls: list[str], seconds: float, repeats: int) -> dict[str, float]:
-    """Median rate per guard over ``repeats`` runs, the guards' runs interleaved."""
-    runs: dict[str, list[float]] = {k: [] for k in guards}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout
+
+
+def baseline_rate(checkout: str, calls: list[str], seconds: float) -> float:
+    """:func:`rate` of ``Guard.default(cache_size=0)`` of the package in ``checkout``, in a child process."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(calls, fh)
+    # rate(), in the child: the checkout's own rltutor (it runs from there, so "" on sys.path is the checkout)
+    code = (
+        "import json, sys, time\n"
+        "from rltutor.guard import Guard\n"
+        "assert Guard.__module__.startswith('rltutor.guard')\n"
+        "guard, calls, seconds = Guard.default(cache_size=0), json.load(open(sys.argv[1])), float(sys.argv[2])\n"
+        "for c in calls:\n"  # warm up, as the parent did when it sorted the calls (imports, caches)
+        "    guard.inspect(c)\n"
+        "n, t0 = 0, time.process_time()\n"
+        "while time.process_time() - t0 < seconds:\n"
+        "    for c in calls:\n"
+        "        guard.inspect(c)\n"
+        "    n += len(calls)\n"
+        "print(sys.modules['rltutor'].__file__, n / (time.process_time() - t0))\n"
+    )
+    root = os.path.abspath(checkout)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code, fh.name, str(seconds)],
+            env={**os.environ, "PYTHONPATH": root},
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        os.unlink(fh.name)
+    if out.returncode:
+        raise SystemExit(f"the baseline checkout {checkout} failed:\n{out.stderr[-2000:]}")
+    where, r = out.stdout.split()[-2:]
+    if not where.startswith(root):
+        raise SystemExit(f"the baseline imported rltutor from {where}, not from {root}")
+    return float(r)
+
+
+def rates(guard: Guard, calls: list[str], seconds: float, repeats: int, baseline: str | None) -> dict[str, float]:
+    """Median rate of ``guard`` (and of the ``baseline`` checkout's) over ``repeats`` runs, interleaved."""
+    runs: dict[str, list[float]] = {"current": [], **({"baseline": []} if baseline else {})}
     for _ in range(repeats):
-        for k, g in guards.items():
-            runs[k].append(rate(g, calls, seconds / repeats))
+        if baseline:  # both in a child process, the same way (a child measures up to 1.2x faster)
+            runs["current"].append(baseline_rate(ROOT, calls, seconds / repeats))
+            runs["baseline"].append(baseline_rate(baseline, calls, seconds / repeats))
+        else:
+            runs["current"].append(rate(guard, calls, seconds / repeats))
     return {k: statistics.median(v) for k, v in runs.items()}
-
-
-def load_rules(path: str):
-    """The ``RuleFilter`` class of a saved copy of ``rules.py`` (for ``--baseline``)."""
-    spec = importlib.util.spec_from_file_location("guard_rules_baseline", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod.RuleFilter
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="CPU seconds per set and guard, all repeats")
     ap.add_argument("--repeats", type=int, default=5, help="runs per set and guard; the median is reported")
-    ap.add_argument("--baseline", help="a saved copy of an older rules.py, measured side by side")
+    ap.add_argument("--baseline", help="the root of a checkout of an older commit, measured side by side")
     a = ap.parse_args()
     guard = Guard.default(cache_size=0)  # no cache: every call is parsed from scratch
-    guards = {"current": guard}
-    if a.baseline:
-        guards["baseline"] = Guard(rules=load_rules(a.baseline)(), judge=guard.judge, cache_size=0)
     print(machine_info())
     print(f"threads: {torch.get_num_threads()}; python {platform.python_version()}; CPU time, median of {a.repeats}")
     # (1) the calls an agent in rltutor.envs.toolshell types most: plain reads, searches, tests,
@@ -119,11 +157,11 @@ def main() -> None:
         for what, subset in (("decided by the rules:", by_rules), ("sent to the judge:  ", by_judge)):
             if not subset:
                 continue
-            got = rates(guards, subset, a.seconds, a.repeats)
+            got = rates(guard, subset, a.seconds, a.repeats, a.baseline)
             if what.startswith("decided"):
                 decided[name] = got["current"]
             for k, r in got.items():
-                label = f" [{k}]" if len(guards) > 1 else ""
+                label = f" [{k}]" if a.baseline else ""
                 print(
                     f"{name:18s} {what} {len(subset):4d} distinct, {r:9,.0f} inspections/s "
                     f"({1e6 / r:6.1f} us each){label}"

@@ -11,10 +11,13 @@ import numpy as np
 import pytest
 
 from rltutor.envs.toolshell import ToolShell
+from rltutor.experiments.guard import decoy_pairs, pair_accuracy
 from rltutor.guard import EVAL_SET, Guard, evaluate
-from rltutor.guard.decoys import KINDS, contains_answer, decoy_pairs, make_decoy, pair_accuracy, safe_decoy
-from rltutor.guard.judge import JudgeVerdict, LogRegJudge, generate_training_set, train
-from rltutor.guard.rules import RuleFilter, _resolve
+from rltutor.guard.decoys import KINDS, contains_answer, make_decoy, safe_decoy
+from rltutor.guard.judge import JudgeVerdict, LogRegJudge
+from rltutor.guard.judge_training import generate_training_set, train
+from rltutor.guard.rules import RuleFilter
+from rltutor.guard.shellparse import resolve
 from rltutor.guard.wrapper import GuardedEnv
 
 # One example per kind of hack and of ordinary work (written for the tests; not from eval.jsonl).
@@ -97,9 +100,9 @@ def test_every_benign_kind_passes(guard, kind):
 
 
 def test_path_normalisation():
-    assert _resolve("tests/public/../hidden//./x.py", ()) == ("tests", "hidden", "x.py")
-    assert _resolve("../tests/hidden", ("docs",)) == ("tests", "hidden")
-    assert _resolve("hidden/x", ("tests",)) == ("tests", "hidden", "x")
+    assert resolve("tests/public/../hidden//./x.py", ()) == ("tests", "hidden", "x.py")
+    assert resolve("../tests/hidden", ("docs",)) == ("tests", "hidden")
+    assert resolve("hidden/x", ("tests",)) == ("tests", "hidden", "x")
 
 
 def test_rules_are_pure_and_fast_enough_to_call_often():
@@ -453,7 +456,7 @@ def test_rule_outputs_on_the_shipped_sets_are_pinned():
 
 
 def test_names_hidden_shortcut_agrees_with_resolving():
-    from rltutor.guard.rules import _into_hidden, _names_hidden
+    from rltutor.guard.shellparse import into_hidden, names_hidden
 
     paths = [
         "tests/hidden",
@@ -474,11 +477,11 @@ def test_names_hidden_shortcut_agrees_with_resolving():
     cwds = [(), ("tests",), ("docs",), ("tests", "h*"), ("tests", "hidden"), ("/",), ("..",), ("t*",)]
     for p in paths:
         for cwd in cwds:
-            assert _names_hidden(p, cwd) == _into_hidden(_resolve(p, cwd)), (p, cwd)
+            assert names_hidden(p, cwd) == into_hidden(resolve(p, cwd)), (p, cwd)
 
 
 def test_operator_regex_finds_what_a_loop_over_the_operators_finds():
-    from rltutor.guard.rules import _OP_RE, _OPS
+    from rltutor.guard.shellparse import _OP_RE, _OPS
 
     text = "a&&b||c;;d>>e<<f>&g<&h|i;j&k<l>m\nn(o)p 2>&1 ||| &&& >>>"
     for i in range(len(text)):
@@ -488,9 +491,9 @@ def test_operator_regex_finds_what_a_loop_over_the_operators_finds():
 
 
 def test_double_quoted_words_keep_backslashes_that_escape_nothing():
-    from rltutor.guard.rules import _tokenize
+    from rltutor.guard.shellparse import tokenize
 
-    toks = _tokenize('cat "a\\qb\\$c\\"d" "x$HOME/y`pwd`z"')
+    toks = tokenize('cat "a\\qb\\$c\\"d" "x$HOME/y`pwd`z"')
     assert toks == [
         ("word", [("lit", "cat", False)]),
         ("word", [("lit", 'a\\qb$c"d', True)]),
@@ -498,26 +501,29 @@ def test_double_quoted_words_keep_backslashes_that_escape_nothing():
     ]
 
 
-def test_python_walk_visits_what_ast_nodevisitor_visits():
+def test_folder_folds_the_usual_disguises():
     import ast
 
-    from rltutor.guard.rules import _Folder
+    from rltutor.guard.pyfold import Folder
 
-    class Reference(_Folder):  # the library's own traversal
-        visit = ast.NodeVisitor.visit
-        generic_visit = ast.NodeVisitor.generic_visit
-
-    codes = [
-        "print(open(chr(116)+'ests/'+'hid'+'den/t.py').read())",
-        "import os;[print(open(os.path.join(r,f)).read()) for r,_,fs in os.walk('tests') for f in fs]",
-        "p='tests';q=p+'/hidden';import subprocess;subprocess.run(['cat', q+'/a.py'], check=True)",
-        "from pathlib import Path;print(*(x.read_text() for x in Path('tests').rglob('*.py')))",
-        "import base64,os;os.system(base64.b64decode('Y2F0IHRlc3RzL2hpZGRlbi90LnB5').decode())",
-        "x = f'{\"tests\"}/{\"hidden\"}'; exec('print(open(x).read())' if x else '', {'k': -1})",
-    ]
-    for code in codes:
-        tree = ast.parse(code)
-        a, b = _Folder(), Reference()
-        a.visit(tree)
-        b.visit(tree)
-        assert (a.uses, a.unknown, a.printed, a.env) == (b.uses, b.unknown, b.printed, b.env), code
+    cases = {
+        "print(open(chr(116)+'ests/'+'hid'+'den/t.py').read())": ("path", "tests/hidden/t.py", "open"),
+        "p='tests';q=p+'/hidden';import subprocess;subprocess.run(['cat', q+'/a.py'])": (
+            "shell",
+            "cat tests/hidden/a.py",
+            "run",
+        ),
+        "import base64,os;os.system(base64.b64decode('Y2F0IHRlc3RzL2hpZGRlbi90LnB5').decode())": (
+            "shell",
+            "cat tests/hidden/t.py",
+            "system",
+        ),
+        "import os;open(os.path.join('tests', 'neddih'[::-1], '%s.py' % 't'))": ("path", "tests/hidden/t.py", "open"),
+    }
+    for code, use in cases.items():
+        f = Folder()
+        f.visit(ast.parse(code))
+        assert use in f.uses, (code, f.uses)
+    f = Folder()
+    f.visit(ast.parse("open(input())"))
+    assert f.uses == [] and f.unknown == 1

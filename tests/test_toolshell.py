@@ -430,8 +430,8 @@ def test_state_dict_round_trip_continues_exactly():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"hops": 0}, "hops must be an integer in"),
-        ({"hops": 2.5}, "hops must be an integer in"),
+        ({"hops": 0}, "hops must be an integer"),
+        ({"hops": 2.5}, "hops must be an integer"),
         ({"hops": ()}, "non-empty tuple/list"),
         ({"hops": (3, 0)}, "non-empty tuple/list"),
         ({"hops": [3, True]}, "non-empty tuple/list"),

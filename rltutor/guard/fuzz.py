@@ -450,7 +450,7 @@ def run(calls, guard=None, task=None) -> FuzzResult:
     verdict cache and no judge timeout, so a busy machine cannot turn a verdict into a fail-closed block);
     count catches and false blocks by stage, and keep every miss and false block. ``calls``: strings, or
     ``(call, origin)`` pairs from :func:`mutants_with_origin`."""
-    from . import Guard
+    from .guard import Guard
 
     guard = guard or Guard.default(cache_size=0, judge_timeout=None)
     res = FuzzResult()

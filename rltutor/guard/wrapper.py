@@ -1,7 +1,9 @@
-"""GuardedEnv: put a guard in front of any toolshell-like environment (chapter 11).
+"""GuardedEnv: put a guard in front of an environment whose actions are shell commands (chapter 11).
 
-The environment needs ``reset(seed=None) -> str``, ``step(command) -> (obs, reward, done, info)``
-and an ``episode`` dict; ``answer`` is used, when present, to check that no decoy contains it.
+The environment needs ``reset(seed=None) -> str`` and ``step(command) -> (obs, reward, done, info)``;
+``episode`` (a dict with ``turns``), ``max_turns`` and ``answer`` are used when present (``answer`` to
+check that no decoy contains it). A :class:`~rltutor.envs.toolshell.ToolShell` gets decoys from a twin of
+its task; any other environment gets decoys written from templates.
 
 Policies for a call the guard blocks:
 
@@ -29,16 +31,20 @@ import zlib
 
 from rltutor.envs.toolshell import ToolShell
 
-from . import Guard
 from .decoys import env_decoy, safe_decoy, twin_task
+from .guard import Guard
 
 log = logging.getLogger("rltutor.guard")
-POLICIES = ("none", "abort", "penalize", "decoy")
+# The guard policies, the one place their names are written (config and the command line import it), and
+# what each does with a call the guard blocks (see the table above).
+POLICY_ACTIONS = {"none": "run", "abort": "end", "penalize": "run+zero", "decoy": "decoy"}
+POLICIES = tuple(POLICY_ACTIONS)
 ABORT_MESSAGE = "episode ended"
 
 
 class GuardedEnv:
-    """``GuardedEnv(env, guard, policy)`` behaves like ``env`` with the guard's policy applied."""
+    """``GuardedEnv(env, guard, policy)`` behaves like ``env`` with the guard's policy (:data:`POLICIES`)
+    applied to every call the guard blocks; ``env`` is any environment as described in the module."""
 
     def __init__(self, env, guard: Guard | None = None, policy: str = "decoy", seed: int = 0):
         if policy not in POLICIES:
@@ -91,7 +97,7 @@ class GuardedEnv:
         self.counts[v.stage] += 1
         if v.stage == "judge" and "fail closed" in v.reason:
             self.counts["judge_failures"] += 1
-        action = {"none": "run", "penalize": "run+zero", "abort": "end", "decoy": "decoy"}[self.policy]
+        action = POLICY_ACTIONS[self.policy]
         record = {
             "episode": self._episode_index,
             "turn": getattr(self.env, "episode", {}).get("turns"),

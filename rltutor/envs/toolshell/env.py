@@ -10,15 +10,17 @@ import re
 from rltutor.envs.toolshell.fs import FileSystem
 from rltutor.envs.toolshell.shell import Shell, first_word
 from rltutor.envs.toolshell.tasks import HIDDEN_TEST, KINDS, Task, generate_task, network
-from rltutor.utils import check_choice
+from rltutor.utils import check_choice, check_int
 
 TRUNCATION_MARKER = "...[truncated {} chars]"
 
 
-def _check_int(name: str, value, lo: int, hi: int, example: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}; pass e.g. {example}")
-    return value
+def _knob(name: str, value, lo: int, hi: int, example: str) -> int:
+    """:func:`rltutor.utils.check_int`, its message followed by an example of a valid value."""
+    try:
+        return check_int(name, value, lo, hi)
+    except ValueError as e:
+        raise ValueError(f"{e}; pass e.g. {example}") from None
 
 
 def _check_hops(hops) -> int | tuple[int, ...]:
@@ -31,7 +33,7 @@ def _check_hops(hops) -> int | tuple[int, ...]:
                 "pass e.g. hops=3 or hops=(3, 8)"
             )
         return tuple(hops)
-    return _check_int("hops", hops, 1, 200, "hops=3 or hops=(3, 8)")
+    return _knob("hops", hops, 1, 200, "hops=3 or hops=(3, 8)")
 
 
 class ToolShell:
@@ -70,13 +72,13 @@ class ToolShell:
         max_command_chars: int = 2000,
     ):
         self.hops = _check_hops(hops)
-        self.max_turns = _check_int("max_turns", max_turns, 1, 10**9, "max_turns=32")
-        self.max_output_chars = _check_int("max_output_chars", max_output_chars, 16, 10**7, "max_output_chars=400")
-        self.max_command_chars = _check_int("max_command_chars", max_command_chars, 1, 10**7, "max_command_chars=2000")
-        self.distractors = _check_int("distractors", distractors, 0, 40, "distractors=3")
+        self.max_turns = _knob("max_turns", max_turns, 1, 10**9, "max_turns=32")
+        self.max_output_chars = _knob("max_output_chars", max_output_chars, 16, 10**7, "max_output_chars=400")
+        self.max_command_chars = _knob("max_command_chars", max_command_chars, 1, 10**7, "max_command_chars=2000")
+        self.distractors = _knob("distractors", distractors, 0, 40, "distractors=3")
         self.kind = check_choice("toolshell kind", kind, KINDS)
         self.hints = bool(hints)
-        self.seed = _check_int("seed", seed, 0, 2**63, "seed=0")
+        self.seed = _knob("seed", seed, 0, 2**63, "seed=0")
         self._rng = random.Random(seed)
         self.reset(seed)
 
@@ -103,7 +105,7 @@ class ToolShell:
         """
         if seed is None:
             seed = self._rng.randrange(2**31)
-        self.task_seed = _check_int("seed", seed, 0, 2**63, "reset(seed=0)")
+        self.task_seed = _knob("seed", seed, 0, 2**63, "reset(seed=0)")
         if task is not None:
             self.task_hops = task.hops
             self.task: Task = task

@@ -31,7 +31,8 @@ from rltutor.envs.toolshell.tools import TOOLS
 # ----------------------------------------------------------------------------------------------
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+# "X=" at the start of a word: an assignment (public, as VAR and Shell.expand_word: the guard reads with them)
+ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _LEX = re.compile(
     r"""(?P<ws>[ \t]+)|(?P<nl>\n)|(?P<sq>'[^']*')|(?P<dq>"(?:[^"\\]|\\.)*")|(?P<esc>\\.?)"""
     r"""|(?P<bare>[^ \t\n|;&<>()'"`\\]+)|(?P<op>&&|\|\||[|;&<>()`])|(?P<open>['"])""",
@@ -142,7 +143,7 @@ def lex(line: str):
     return seq
 
 
-_VAR = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*|\?))")
+VAR = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*|\?))")  # $X, ${X}, $?
 _BLANKS = (" ", "\t", "\n")
 
 
@@ -289,20 +290,20 @@ class Shell:
     def _expand_command(self, raw) -> list[str]:
         """Assignments are taken off the front and set; the rest are expanded into argv."""
         i = 0
-        while i < len(raw) and raw[i][0][0] == "bare" and (m := _ASSIGN.match(raw[i][0][1])):
+        while i < len(raw) and raw[i][0][0] == "bare" and (m := ASSIGN.match(raw[i][0][1])):
             first = raw[i][0][1][m.end() :]
-            value = self._expand_word([("bare", first), *raw[i][1:]], split=False)[0]
+            value = self.expand_word([("bare", first), *raw[i][1:]], split=False)[0]
             self.assign(m.group(1), value)
             i += 1
         argv: list[str] = []
         self._expanded = 0  # characters the expansions of this command produced (literal words are the line's)
         for word in raw[i:]:
-            argv.extend(self._expand_word(word))
+            argv.extend(self.expand_word(word))
             if self._expanded > MAX_ARGV_CHARS:
                 raise ShellError(f"argument list too long (more than {MAX_ARGV_CHARS:,} characters); use fewer words")
         return argv
 
-    def _expand_word(self, word, split: bool = True) -> list[str]:
+    def expand_word(self, word, split: bool = True) -> list[str]:
         """One word -> fields. Unquoted ``$X`` is split on blanks; unquoted ``*``/``?`` are globs."""
         if len(word) == 1:  # fast path: one part with nothing to expand
             kind, text = word[0]
@@ -323,7 +324,7 @@ class Shell:
                 quoted_any = True
                 continue
             pos = 0
-            for m in _VAR.finditer(text):
+            for m in VAR.finditer(text):
                 lit = text[pos : m.start()]
                 fields[-1].append(lit.replace("*", STAR).replace("?", QMARK) if kind == "bare" else lit)
                 val = self._lookup(m.group(1) if m.group(1) is not None else m.group(2))
@@ -384,7 +385,7 @@ def first_word(line: str) -> str:
         for _, pipeline in lex(line):
             for command in pipeline:
                 for word in command:
-                    if not (word[0][0] == "bare" and _ASSIGN.match(word[0][1])):
+                    if not (word[0][0] == "bare" and ASSIGN.match(word[0][1])):
                         return "".join(text for _, text in word).replace(DOLLAR, "$")
         return ""  # assignments only
     except ShellError:

@@ -39,7 +39,7 @@ def tool(*names: str):
 # ----------------------------------------------------------------------------------------------
 
 
-def _flags(name: str, args: list[str], allowed: str, with_value: str = "") -> tuple[set, dict, list[str]]:
+def parse_flags(name: str, args: list[str], allowed: str, with_value: str = "") -> tuple[set, dict, list[str]]:
     """Split ``-abc`` clusters into flags; ``with_value`` flags take the next argument (or the rest of the cluster)."""
     flags, values, rest = set(), {}, []
     i = 0
@@ -105,7 +105,7 @@ def _read_files(sh: Shell, name: str, args: list[str], stdin: Lines | None):
 @tool("cat")
 @_wrap
 def _cat(sh, args, stdin):
-    _, _, files = _flags("cat", args, "n")
+    _, _, files = parse_flags("cat", args, "n")
     out, errs = [], []
     for _, lines in _read_files(sh, "cat", files, stdin):
         if isinstance(lines, str):
@@ -124,7 +124,7 @@ def _count(name: str, values: dict, default: int = 10) -> int:
 
 def _head_tail(sh, args, stdin, name):
     args = [("-n" + a[1:]) if a[:1] == "-" and a[1:].isdigit() else a for a in args]  # head -5 == head -n 5
-    _, values, files = _flags(name, args, "q", with_value="n")
+    _, values, files = parse_flags(name, args, "q", with_value="n")
     k = _count(name, values)
     out, errs = [], []
     for disp, lines in _read_files(sh, name, files, stdin):
@@ -191,7 +191,7 @@ _CACHED_CHARS = 200  # longer patterns are compiled for each call (a kept one ma
 @tool("grep")
 @_wrap
 def _grep(sh, args, stdin):
-    flags, values, rest = _flags("grep", args, "rRnliFEvhHw", with_value="e")
+    flags, values, rest = parse_flags("grep", args, "rRnliFEvhHw", with_value="e")
     if "e" in values:
         pattern = values["e"]
     elif rest:
@@ -286,7 +286,7 @@ def _grep_lines(sources, search, precheck, whole, prefix, invert, number, names)
 @tool("ls")
 @_wrap
 def _ls(sh, args, stdin):
-    _, _, paths = _flags("ls", args, "alR1")
+    _, _, paths = parse_flags("ls", args, "alR1")
     paths = paths or ["."]
     out, errs = [], []
     for a in paths:
@@ -396,7 +396,7 @@ def _fetch(sh, args, stdin):
 @tool("pytest")
 @_wrap
 def _pytest(sh, args, stdin):
-    _, _, paths = _flags("pytest", args, "qvxs")
+    _, _, paths = parse_flags("pytest", args, "qvxs")
     paths = paths or ["tests"]
     out, errs, total = [], [], 0
     for a in paths:
