@@ -1,10 +1,13 @@
 """The package's layers: every import points down, including imports inside functions.
 
-    utils  <-  advantages, losses (the math)  <-  models, envs (siblings)  <-  config  <-  rollout, guard
+    utils  <-  advantages, losses (the math)  <-  models, envs (siblings)  <-  rollout, guard  <-  config
            <-  build  <-  train  <-  experiments (labs)  <-  views  <-  cli
 
-An environment imports no model, collector or trainer; nothing in the library imports a lab or a view;
-a lab never plots. A reader who adds a module puts it in the layer its imports allow.
+(config sits above rollout and the guard so that it imports their registries of names instead of copying
+them.) An environment imports no model, collector or trainer; nothing in the library imports a lab or a
+view; a lab never plots; no two modules import each other; no module takes a ``_private`` name from
+another; a lab imports other labs only through stats and runs, or a dependency listed below.
+A reader who adds a module puts it in the layer its imports allow.
 """
 
 import ast
@@ -218,17 +221,11 @@ def _cycles(edges) -> list[list[str]]:
     return sorted(out)
 
 
-KNOWN_CYCLES: set[tuple[str, ...]] = {  # removed at merge: each is another helper's to remove
-    ("rltutor.guard.decoys", "rltutor.guard.wrapper"),  # [guard] the decoy lab moves to experiments/guard.py
-    ("rltutor.guard", "rltutor.guard.fuzz", "rltutor.guard.judge"),  # [guard] judge.build -> judge_training.py
-}
-"""Cycles found on this branch that another part of issue 20 removes (each "removed at merge"); empty after."""
 
 
 def test_no_two_modules_import_each_other():
-    found = {tuple(c) for c in _cycles(_module_edges())}
-    new = found - KNOWN_CYCLES
-    assert not new, "modules that import each other (directly or around a loop):\n" + "\n".join(map(str, new))
+    found = _cycles(_module_edges())
+    assert not found, "modules that import each other (directly or around a loop):\n" + "\n".join(map(str, found))
 
 
 def _private(name: str) -> bool:
@@ -269,18 +266,10 @@ def _private_imports():
             yield f"{path.relative_to(PACKAGE.parent)}:{line}: {src} imports {name} from {target}"
 
 
-KNOWN_PRIVATE_IMPORTS = {  # removed at merge: each is another helper's to remove (the owner in brackets)
-    "rltutor.experiments.agents imports _comparable_frac from rltutor.rollout.templates",  # [config]
-    "rltutor.guard.rules imports _ASSIGN from rltutor.envs.toolshell.shell",  # [guard] shellparse.py, public
-    "rltutor.guard.rules imports _VAR from rltutor.envs.toolshell.shell",  # [guard]
-    "rltutor.guard.rules imports _flags from rltutor.envs.toolshell.tools",  # [guard]
-}
-"""Private imports found on this branch that another part of issue 20 removes; empty after the merge."""
 
 
 def test_no_private_name_is_imported_from_another_module():
-    found = {line.split(": ", 1)[1]: line for line in _private_imports()}
-    new = [line for key, line in found.items() if key not in KNOWN_PRIVATE_IMPORTS]
+    new = list(_private_imports())
     assert not new, "private names imported from another module (make them public or move them):\n" + "\n".join(new)
 
 

@@ -313,8 +313,10 @@ def test_compacted_contexts_respect_the_budget():
                 assert len(ctx.seg.tokens) + spec.room <= budget  # the next command always fits
                 if text is not None:  # the memory restarts from exactly the compacted tokens
                     assert encode(text) == ctx.seg.tokens
-    with pytest.raises(ValueError, match="raise context_budget"):
-        Context(statement, ContextSpec(40, "summary", 2, max_cmd_tokens=24, max_obs_tokens=128))
+    with pytest.raises(ValueError, match="leaves no room for the task and a command"):
+        ContextSpec(40, "summary", 2, max_cmd_tokens=24, max_obs_tokens=128)  # refused by the settings' one check
+    with pytest.raises(ValueError, match="raise context_budget"):  # this task's statement does not fit 56
+        Context(statement, ContextSpec(56, "summary", 2, max_cmd_tokens=24, max_obs_tokens=128))
 
 
 def _collect_with_meta(col, pol, seed):
@@ -415,7 +417,7 @@ def test_compaction_verdicts_decide_from_the_intervals():
     grpo = {256: [0.1, 0.2, 0.15, 0.1, 0.05], 4096: [0.5, 0.45, 0.55, 0.5, 0.4]}
     v = compaction_verdicts(_fake_runs(ppo, grpo), last=1).set_index("contrast")
     assert v.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "confirmed"
-    assert v.loc["ppo_bootstrap - slime_grpo at 4096 tokens", "verdict"] == "not visible"
+    assert v.loc["ppo_bootstrap - slime_grpo at 4096 tokens", "verdict"] == "undecided"
     assert v.loc["(ppo_bootstrap - slime_grpo) at 256 minus at 4096", "verdict"] == "confirmed"
     flipped = compaction_verdicts(_fake_runs(grpo, ppo), last=1).set_index("contrast")
     assert flipped.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "refuted"
