@@ -221,8 +221,6 @@ def _cycles(edges) -> list[list[str]]:
     return sorted(out)
 
 
-
-
 def test_no_two_modules_import_each_other():
     found = _cycles(_module_edges())
     assert not found, "modules that import each other (directly or around a loop):\n" + "\n".join(map(str, found))
@@ -264,8 +262,6 @@ def _private_imports():
         src = _module_name(path)
         for line, name, target in _private_uses(path.read_text(), src, path.name == "__init__.py"):
             yield f"{path.relative_to(PACKAGE.parent)}:{line}: {src} imports {name} from {target}"
-
-
 
 
 def test_no_private_name_is_imported_from_another_module():
