@@ -56,13 +56,26 @@ class Folder(ast.NodeVisitor):
         self.unknown = 0
         self.printed: str | None = None
 
+    def visit(self, node):
+        """Visit ``node``: an assignment or a call by its method below, any other node by its children
+        (``ast.NodeVisitor.visit`` without the lookup of a method by the class's name on every node)."""
+        if type(node) is ast.Call:
+            self.visit_Call(node)
+        elif type(node) is ast.Assign:
+            self.visit_Assign(node)
+        else:
+            self.generic_visit(node)
+
     def generic_visit(self, node):
         """``ast.NodeVisitor.generic_visit``: every child in field order, the leaves skipped."""
         for name in node._fields:
             value = getattr(node, name, None)
-            for child in value if isinstance(value, list) else (value,):
-                if isinstance(child, ast.AST) and type(child) not in LEAVES:
-                    self.visit(child)
+            if type(value) is list:
+                for child in value:
+                    if type(child) not in LEAVES and isinstance(child, ast.AST):
+                        self.visit(child)
+            elif type(value) not in LEAVES and isinstance(value, ast.AST):
+                self.visit(value)
 
     def visit_Assign(self, node: ast.Assign):
         val = self.fold(node.value)
