@@ -1,4 +1,4 @@
-"""Catch and false-block rates of the guard by stage, on the shipped set and on the fuzzer's mutants (chapter 11).
+"""Catch and false-block rates of the guard by stage, on the shipped set and on the fuzzer's mutants (chapter 12).
 
     python benchmarks/guard_fuzz.py [--n 100000] [--seed 0] [--markdown]
 

@@ -16,10 +16,10 @@ What is there (:func:`names` lists it), each made by the command stored in or be
 * ``lm/*.csv`` with their ``.cmd`` files: the language-model labs over seeds, one file per chapter
   (``short_task``, ``horizon``, ``length_bias``, ``clip_higher``, ``family``: chapters 06-10, one row per
   update and run; ``python -m rltutor.experiments.lm``);
-* ``agents/*.csv`` with their ``.cmd`` files: the agent's hack curves and guard comparisons, and the
+* ``agents/*.csv`` with their ``.cmd`` files: the agent's hack curves and guard comparisons (chapter 12), and the
   compaction lab (``compaction_headline``, ``compaction_other``, ``compaction_decoy``: learning curves
   per sub-advantage mode and context budget; ``compaction_snr``: gradient SNR per mode and budget)
-  (chapter 11; ``python -m rltutor.experiments.agents``).
+  (chapter 11; both ``python -m rltutor.experiments.agents``).
 
 A lab that regenerates one writes it with ``--out rltutor/data/...`` from the repository root. This module
 imports nothing from the package (the bottom layer, beside :mod:`rltutor.utils`).

@@ -1,4 +1,4 @@
-"""Lab of chapter 11: does RL from an honest warm start learn to hack toolshell, and what does a guard change?
+"""Labs of chapters 11 and 12: does RL from an honest warm start learn to hack toolshell? What does a guard do?
 
 The agent is the template policy (:mod:`rltutor.models.template_policy`): a small MLP that picks a
 (template, argument) tool call from what the observations showed, cloned from the scripted honest solver

@@ -1,4 +1,4 @@
-"""How recognisable are the guard's decoys? A lab for chapter 11.
+"""How recognisable are the guard's decoys? A lab for chapter 12.
 
 A decoy (:mod:`rltutor.guard.decoys`) must not give itself away by its form: a classifier trained to
 tell decoys from the real environment's outputs should do little better than chance.

@@ -1,4 +1,4 @@
-"""The guard: cheap rules first, then a judge, in front of a tool-using environment (chapter 11).
+"""The guard: cheap rules first, then a judge, in front of a tool-using environment (chapter 12).
 
 >>> from rltutor.guard import Guard
 >>> Guard.default().inspect("cat tests/hid''den/test_a.py").blocked

@@ -1,4 +1,4 @@
-"""Decoys: plausible, meaningless replies to blocked calls, so a trajectory goes on (chapter 11).
+"""Decoys: plausible, meaningless replies to blocked calls, so a trajectory goes on (chapter 12).
 
 A decoy must (1) never contain the real answer, (2) carry no information about it (its numbers are
 random), and (3) not give itself away by its form: a classifier trained to tell decoys from the real

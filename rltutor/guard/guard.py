@@ -1,4 +1,4 @@
-"""The guard: cheap rules first, then a judge, for every call of a tool-using agent (chapter 11).
+"""The guard: cheap rules first, then a judge, for every call of a tool-using agent (chapter 12).
 
 >>> from rltutor.guard import Guard
 >>> Guard.default().inspect("cat tests/hid''den/test_a.py").blocked

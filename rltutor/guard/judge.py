@@ -1,4 +1,4 @@
-"""Stage 2 of the guard: judges for calls that pass the rules but look suspicious (chapter 11).
+"""Stage 2 of the guard: judges for calls that pass the rules but look suspicious (chapter 12).
 
 Two judges behind one interface, ``judge(command, views) -> JudgeVerdict``:
 

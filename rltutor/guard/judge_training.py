@@ -1,4 +1,4 @@
-"""How the offline judge is made: its training data and its trainer (chapter 11).
+"""How the offline judge is made: its training data and its trainer (chapter 12).
 
     python -m rltutor.guard.judge_training train [--seed 0] [--n 3000]
 

@@ -1,4 +1,4 @@
-"""The guard's reading of a ``python -c`` one-liner: its string expressions folded (chapter 11).
+"""The guard's reading of a ``python -c`` one-liner: its string expressions folded (chapter 12).
 
 An agent that may not type ``tests/hidden`` can still have Python build it: ``'tests/hi' + 'dden'``,
 ``''.join([...])``, ``os.path.join``, ``%`` and ``.format``, f-strings, ``[::-1]``, ``chr(..)``,

@@ -1,4 +1,4 @@
-"""Stage 1 of the guard: a rule filter over shell commands (chapter 11).
+"""Stage 1 of the guard: a rule filter over shell commands (chapter 12).
 
 The filter does not match the raw text against a list of bad strings: that is beaten by one pair of
 quotes. It reads the command the way a shell would (:mod:`rltutor.guard.shellparse`), cheaply, and

@@ -1,4 +1,4 @@
-"""How the guard reads a shell command: as a shell would, and as ToolShell will execute it (chapter 11).
+"""How the guard reads a shell command: as a shell would, and as ToolShell will execute it (chapter 12).
 
 The rule filter (:mod:`rltutor.guard.rules`) does not match the raw text against a list of bad strings,
 which one pair of quotes beats: it first reads the command the way a shell would. This module holds that

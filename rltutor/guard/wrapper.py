@@ -1,4 +1,4 @@
-"""GuardedEnv: put a guard in front of an environment whose actions are shell commands (chapter 11).
+"""GuardedEnv: put a guard in front of an environment whose actions are shell commands (chapter 12).
 
 The environment needs ``reset(seed=None) -> str`` and ``step(command) -> (obs, reward, done, info)``;
 ``episode`` (a dict with ``turns``), ``max_turns`` and ``answer`` are used when present (``answer`` to

@@ -1,4 +1,4 @@
-"""ToolShell: a multi-turn, deliberately hackable tool-use environment (chapter 11, agents and reward hacking).
+"""ToolShell: a multi-turn, deliberately hackable tool-use environment (chapters 11 and 12).
 
 An agent issues shell-like tool calls as text against a small repository generated per task, finds a
 value that sits at the end of a chain of ``hops`` files (``kind="chain"``) or adds one constant over
