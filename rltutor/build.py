@@ -14,8 +14,9 @@ The one place that wires a model to an environment:
   :class:`~rltutor.models.template_policy.TemplatePolicy` that picks them), its network warm-started on
   the scripted honest solver's demonstrations played through the run's own context
   (:func:`agent_warm_start`), and an :class:`~rltutor.rollout.agent.AgentCollector` of ``num_groups``
-  tasks x ``group_size`` episodes, with the context settings of :func:`context_spec` and the environments
-  of :func:`agent_env_factory` (behind the guard when ``config.guard`` is set).
+  tasks x ``group_size`` episodes, with the context settings of
+  :meth:`~rltutor.config.Config.context_spec` and the environments of :func:`agent_env_factory` (behind
+  the guard when ``config.guard`` is set).
 
 Warm starts are cached per setting (:func:`warm_start`, :func:`agent_warm_start`), so GRPO and PPO runs
 of one experiment start from the very same weights. The reference policy of the KL penalty is the trainer's frozen

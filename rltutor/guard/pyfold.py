@@ -1,6 +1,6 @@
 """The guard's reading of a ``python -c`` one-liner: its string expressions folded (chapter 12).
 
-An agent that may not type ``tests/hidden`` can still have Python build it: ``'tests/hi' + 'dden'``,
+An agent that may not type ``tests/hidden`` can still have Python build it: ``'tests/' + 'hid' + 'den'``,
 ``''.join([...])``, ``os.path.join``, ``%`` and ``.format``, f-strings, ``[::-1]``, ``chr(..)``,
 ``bytes.fromhex``, ``base64.b64decode``, ``codecs.decode(.., 'rot13')``. :class:`Folder` walks the code's
 syntax tree (:mod:`ast`; nothing is run), computes the value of every such expression it can, and records
@@ -45,7 +45,7 @@ class Folder(ast.NodeVisitor):
 
     - ``uses``: ``(kind, string, function)`` per string argument of a call, in the order of the code;
       kind is "path", "shell" or "python";
-    - ``env``: the string value of each variable assigned (``p = 'tests/hi' + 'dden'``);
+    - ``env``: the string value of each variable assigned (``p = 'tests/' + 'hid' + 'den'``);
     - ``unknown``: how many arguments of an opener, a shell call or ``exec`` could not be computed;
     - ``printed``: the text of the last ``print(..)`` whose arguments all fold (None if none).
     """
