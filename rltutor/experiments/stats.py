@@ -9,7 +9,7 @@ outcomes (:data:`VERDICTS`), at level alpha = 0.05 after Holm's correction acros
 
 * *confirmed*: theta > 0 (two-sided t test; uncorrected, the 95% interval lies above 0);
 * *refuted*: theta < 0 (the interval lies below 0);
-* *equivalent*: no effect as large as delta, |theta| < delta (two one-sided tests, TOST, each at alpha/2,
+* *equivalent*: no effect as large as delta, ``|theta| < delta`` (two one-sided tests, TOST, each at alpha/2,
   so that uncorrected it says: the 95% interval lies inside (-delta, +delta));
 * *undecided*: none of these; :func:`detectable_effect` then says which effect the runs would have found
   four times in five (80% power).

@@ -5,17 +5,17 @@ minutes it did not learn to solve even one-hop tasks (see :mod:`rltutor.models.t
 :class:`TemplateChooser` the agent *chooses* each command from a list built out of what it has read so far
 (the same :class:`~rltutor.rollout.agent.AgentCollector` plays both, through the same context):
 
-=========  ===========================  ====================================================
-template   argument                     where the argument comes from
-=========  ===========================  ====================================================
-``ls``     a directory                  ``.``, and directories named in observations or ls
-``cat``    a file                       paths in observations, imports (``from a.b import X``
-                                        -> ``a/b.py``), names listed by ``ls``
-``grep``   an UPPER_CASE word           words in observations: ``grep -rn WORD .`` searches the
-                                        whole tree (hidden tests included: a shortcut)
-``curl``   a URL                        URLs in observations (README names the grader's)
-``submit`` a number                     numbers in observations
-=========  ===========================  ====================================================
+==========  ===========================  ====================================================
+template    argument                     where the argument comes from
+==========  ===========================  ====================================================
+``ls``      a directory                  ``.``, and directories named in observations or ls
+``cat``     a file                       paths in observations, imports (``from a.b import X``
+                                         -> ``a/b.py``), names listed by ``ls``
+``grep``    an UPPER_CASE word           words in observations: ``grep -rn WORD .`` searches the
+                                         whole tree (hidden tests included: a shortcut)
+``curl``    a URL                        URLs in observations (README names the grader's)
+``submit``  a number                     numbers in observations
+==========  ===========================  ====================================================
 
 Candidates come from the observation texts only (:class:`Memory` sees strings, never the
 environment): the answer can be submitted only once some observation showed it. The shortcuts a cheater
@@ -287,8 +287,8 @@ def _critic_fit(values: torch.Tensor, mask: torch.Tensor, meta: torch.Tensor, re
 
 class TemplateChooser:
     """The template agent's chooser for :class:`~rltutor.rollout.agent.AgentCollector`: per episode a
-    :class:`Memory` of what it has read, whose candidates a :class:`~rltutor.models.template_policy.
-    TemplatePolicy` picks from (:meth:`~rltutor.models.template_policy.TemplatePolicy.act`); one row per
+    :class:`Memory` of what it has read, whose candidates a
+    :class:`~rltutor.models.template_policy.TemplatePolicy` picks from (:meth:`~rltutor.models.template_policy.TemplatePolicy.act`); one row per
     sub-trajectory, one step per turn (:meth:`rows`). After a compaction the memory restarts from the
     compacted context's text: what a model reading only that context could know.
 
