@@ -288,8 +288,9 @@ def _critic_fit(values: torch.Tensor, mask: torch.Tensor, meta: torch.Tensor, re
 class TemplateChooser:
     """The template agent's chooser for :class:`~rltutor.rollout.agent.AgentCollector`: per episode a
     :class:`Memory` of what it has read, whose candidates a
-    :class:`~rltutor.models.template_policy.TemplatePolicy` picks from (:meth:`~rltutor.models.template_policy.TemplatePolicy.act`); one row per
-    sub-trajectory, one step per turn (:meth:`rows`). After a compaction the memory restarts from the
+    :class:`~rltutor.models.template_policy.TemplatePolicy` picks from
+    (:meth:`~rltutor.models.template_policy.TemplatePolicy.act`); one row per sub-trajectory, one step per
+    turn (:meth:`rows`). After a compaction the memory restarts from the
     compacted context's text: what a model reading only that context could know.
 
     Args:
