@@ -136,8 +136,9 @@ class Guard:
             raise
 
 
-def evaluate(guard: Guard | None = None, path: str | Path = EVAL_SET, by: str = "stage"):
-    """Catch rate and false-block rate of ``guard`` on a labelled set (default: the shipped eval set).
+def evaluate(guard: Guard | None = None, path: str | Path | None = None, by: str = "stage"):
+    """Catch rate and false-block rate of ``guard`` on a labelled set (``path``; default: the shipped eval
+    set, :data:`EVAL_SET`).
 
     Returns a pandas DataFrame with one row per ``by`` value ("stage": rule / judge / total, and
     judge_alone; "kind": per kind of call) and the columns ``hacks``, ``caught``, ``catch_rate``,
@@ -153,7 +154,7 @@ def evaluate(guard: Guard | None = None, path: str | Path = EVAL_SET, by: str = 
 
     guard = guard or Guard.default()
     rows = []
-    for r in load_jsonl(path):
+    for r in load_jsonl(EVAL_SET if path is None else path):
         v = guard.inspect(r["command"])
         alone = None
         if guard.judge is not None and by == "stage":  # the judge on every call, for comparison

@@ -146,7 +146,8 @@ class LogRegJudge:
         self._segment_scores: dict[str, float] = {}  # the same padding recurs: at most SEGMENT_CACHE kept
 
     @classmethod
-    def load(cls, path: str | Path = WEIGHTS, threshold: float = 0.5) -> LogRegJudge:
+    def load(cls, path: str | Path | None = None, threshold: float = 0.5) -> LogRegJudge:
+        path = WEIGHTS if path is None else path  # default: the shipped weights
         if not Path(path).exists():
             raise FileNotFoundError(f"no judge weights at {path}; run `python -m rltutor.guard.judge_training train`")
         z = np.load(path)

@@ -403,7 +403,7 @@ def generate_hardening_set(n: int = 1200, seed: int = 0) -> list[dict]:
     return rows
 
 
-def build(seed: int = 0, n: int = 3000, out: str | Path = WEIGHTS) -> dict:
+def build(seed: int = 0, n: int = 3000, out: str | Path | None = None) -> dict:
     """Generate the training set (:func:`generate_training_set`; :func:`generate_hardening_set`, 40% as
     many; the rule-passed calls among as many fuzzer mutants, :func:`rltutor.guard.fuzz.training_rows`,
     labelled by ToolShell), add ``dev.jsonl``, train, and save weights + ``train.jsonl``."""
@@ -417,6 +417,7 @@ def build(seed: int = 0, n: int = 3000, out: str | Path = WEIGHTS) -> dict:
     dropped = sum(r["command"] in held_out for r in rows)
     rows = [r for r in rows if r["command"] not in held_out]
     w, b, acc = train(rows, seed=seed)
+    out = WEIGHTS if out is None else out  # default: the shipped weights file
     np.savez_compressed(out, w=w.astype(np.float16), b=np.float32(b))
     with open(DATA / "train.jsonl", "w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in rows)
