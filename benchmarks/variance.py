@@ -10,6 +10,12 @@ Goals (issue 5): a full curve, 20 horizons x 3 estimators, in under 1 s; one sli
 * ``live update``: what :func:`rltutor.views.widgets.horizon_explorer` recomputes when a knob moves (the
   default 9 horizons x 4 estimators): with fresh trajectories (task or reward noise moved) and with the
   cached ones (G, gamma, lambda or the critic's error moved); and one point (6 estimators at T = 64).
+* ``slider move, computed and drawn``: what a hand on a slider of the live explorer waits for, end to end:
+  :func:`~rltutor.views.widgets.explorer_frame` plus the redraw to PNG, the median over a sweep of the
+  slider (lambda 0 to 1 in steps of 0.05: trajectories reused; reward noise 0 to 2 in steps of 0.1:
+  resampled), for the explorer's :class:`~rltutor.views.widgets.ExplorerFigure` (one figure, blitted) and,
+  side by side in the same run, for a fresh figure per move (what the explorer did before). Goals
+  (issue 23): 100 ms reused, 150 ms resampled.
 * ``static slider update``: what the kernel-free page does when a slider moves: look the curves up
   and draw the SVG (:data:`rltutor.experiments.explorer_data.JS_CORE`, timed in node when node is installed).
 
@@ -72,6 +78,52 @@ def _curve(fast: bool):
     return run
 
 
+def _slider_sweeps(repeats: int) -> list[tuple[str, float, float]]:
+    """Median seconds per slider move over whole sweeps of one slider, computed and drawn to PNG."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def fresh_figure(d):  # the explorer before issue 23: a new pyplot figure per move
+        fig, ax = plt.subplots(figsize=(7, 4))
+        widgets.plot_explorer(d, "snr", 64, ax=ax)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+        plt.close(fig)
+
+    sweeps = {
+        "reused (lambda 0..1)": [dict(lam=round(0.05 * i, 2)) for i in range(21)],
+        "resampled (noise 0..2)": [dict(noise=round(0.1 * i, 1)) for i in range(21)],
+    }
+    rows = []
+    for sweep, moves in sweeps.items():
+        for how in ("one figure, blitted", "fresh figure per move"):
+            times, full = [], 0
+            for _ in range(max(1, repeats // 3)):
+                an._cached_rollouts.cache_clear()
+                an.measure_cached.cache_clear()
+                live = widgets.ExplorerFigure()
+                for i, move in enumerate(moves):
+                    t0 = time.perf_counter()
+                    d = widgets.explorer_frame("corridor", **move)
+                    if how == "fresh figure per move":
+                        fresh_figure(d)
+                    else:
+                        live.update(d, "snr", 64)
+                        live.png()
+                    if i:  # the first move of a sweep also samples and draws the axes for the first time
+                        times.append(time.perf_counter() - t0)
+                full += live.full_draws
+            goal = 0.1 if sweep.startswith("reused") else 0.15
+            note = f", {full} full redraws" if how.startswith("one") else ""
+            name = f"slider move, computed and drawn, trajectories {sweep}: {how}{note}"
+            rows.append((name, statistics.median(times), goal))
+    return rows
+
+
 def _node_time(repeats: int) -> float | None:
     if shutil.which("node") is None:
         return None
@@ -127,6 +179,7 @@ def main(argv=None) -> None:
             0.1,
         )
     )
+    rows += _slider_sweeps(a.repeats)
     js = _node_time(a.repeats)
     if js is not None:
         rows.append(("static slider update: SVG redraw in JavaScript (node)", js, 0.1))

@@ -171,6 +171,34 @@ def test_moving_a_slider_redraws_the_plot_in_a_real_browser(quick, tmp_path):
     assert out and all(out.values()), out
 
 
+def test_live_figure_blits_the_same_pixels_as_a_full_draw():
+    """A move inside the y range redraws only the curves over the saved axes: the picture must be the one a
+    fresh figure draws for the same frame, pixel for pixel; leaving the range or changing the metric redraws all."""
+    import io
+
+    from PIL import Image
+
+    from rltutor.views import widgets
+
+    kw = dict(horizons=(1, 4, 16), n_batches=8, estimators=("grpo", "gae"))
+    before = widgets.explorer_frame("corridor", lam=0.95, **kw)
+    after = widgets.explorer_frame("corridor", lam=0.9, **kw)
+    moved = widgets.ExplorerFigure()
+    moved.update(before, "snr", 4)
+    moved.png()
+    moved.update(after, "snr", 16)
+    assert widgets._snapped_range(before, "snr") == widgets._snapped_range(after, "snr")
+    assert moved.full_draws == 1  # same range, same estimators: the axes were not drawn again
+    fresh = widgets.ExplorerFigure()
+    fresh.update(after, "snr", 16)
+    pixels = [np.asarray(Image.open(io.BytesIO(f.png()))) for f in (moved, fresh)]
+    assert pixels[0].shape == pixels[1].shape and (pixels[0] == pixels[1]).all()
+    moved.update(after, "cosine", 16)
+    assert moved.full_draws == 2
+    with pytest.raises(ValueError, match="unknown metric 'snr2'"):
+        moved.update(after, "snr2")
+
+
 @pytest.mark.skipif(not DATA_FILE.exists(), reason="the full explorer data has not been generated")
 def test_committed_full_data_is_complete_small_and_says_how_it_was_made():
     data = ex.load_data(DATA_FILE)

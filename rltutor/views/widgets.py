@@ -5,23 +5,28 @@ kernel, for the published book, is :mod:`rltutor.experiments.explorer_data`.
 
 Sliders for the horizon marker T, the group size G, gamma, lambda, the reward noise and the critic's
 error, a choice of task, metric and estimators; each change re-runs :func:`rltutor.experiments.variance.measure`
-at every horizon (a few hundred milliseconds on a laptop CPU) and redraws a matplotlib figure. Works
-in Jupyter and on Colab (plain ``ipywidgets`` + ``matplotlib`` in an ``Output``; no custom widget).
+at every horizon (memoized: only the estimators that read the moved knob) and redraws one matplotlib
+figure in place (:class:`ExplorerFigure`), shown as a PNG in an ``ipywidgets.Image``. Works in Jupyter
+and on Colab (plain ``ipywidgets`` + ``matplotlib``; no custom widget). ``benchmarks/variance.py`` times a
+whole slider move, computing and drawing (goals: 100 ms when the trajectories are reused, 150 ms when
+they are resampled).
 
-The computing and the drawing are two plain functions, :func:`explorer_frame` and
-:func:`plot_explorer`, so the notebook, the tests and the benchmark call them without widgets.
+The computing and the drawing are plain functions and a class, :func:`explorer_frame`, :func:`plot_explorer`
+(a fresh plot, for the chapter's static figures) and :class:`ExplorerFigure`, so the notebook, the tests
+and the benchmark call them without widgets.
 """
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from rltutor.experiments import variance as an
 from rltutor.experiments.explorer_data import ESTIMATOR_LABELS
 from rltutor.views.plots import label_axes
 
-__all__ = ["HORIZONS", "explorer_frame", "plot_explorer", "horizon_explorer"]
+__all__ = ["HORIZONS", "explorer_frame", "plot_explorer", "ExplorerFigure", "horizon_explorer"]
 
 HORIZONS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 """The horizons the live explorer measures (the x axis)."""
@@ -83,31 +88,150 @@ def explorer_frame(
     return pd.DataFrame(rows)
 
 
-def plot_explorer(df: pd.DataFrame, metric: str = "snr", T_marker: int | None = None, ax=None):
-    """Draw ``metric`` against the horizon, one line per estimator, a dashed line at ``T_marker``."""
-    if metric not in METRIC_LABELS:
-        raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRIC_LABELS)}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
-    for name, d in df.groupby("name", sort=False):
-        y = d[metric].where(d[metric] > 0) if metric != "cosine" else d[metric]  # 0 on a log axis: not measurable
-        ax.plot(d["T"], y, marker="o", ms=3, color=COLORS.get(name), label=ESTIMATOR_LABELS.get(name, name))
+def _y(d: pd.DataFrame, metric: str):
+    """The values drawn for ``metric``: 0 cannot sit on a log axis, so it is not drawn (not measurable)."""
+    return d[metric].where(d[metric] > 0) if metric != "cosine" else d[metric]
+
+
+def _set_scales(ax, metric: str, df: pd.DataFrame) -> None:
+    """Log-2 horizons; log values except for the cosine, which has a fixed range up to 1."""
     ax.set_xscale("log", base=2)
     if metric != "cosine":
         ax.set_yscale("log")
     else:
+        ax.set_yscale("linear")
         ax.set_ylim(min(0.0, float(df["cosine"].min())), 1.02)
+    label_axes(ax, "horizon T (decisions per trajectory)", METRIC_LABELS[metric])
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in METRIC_LABELS:
+        raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRIC_LABELS)}")
+
+
+def plot_explorer(df: pd.DataFrame, metric: str = "snr", T_marker: int | None = None, ax=None):
+    """Draw ``metric`` against the horizon, one line per estimator, a dashed line at ``T_marker``."""
+    _check_metric(metric)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    for name, d in df.groupby("name", sort=False):
+        ax.plot(d["T"], _y(d, metric), marker="o", ms=3, color=COLORS.get(name), label=ESTIMATOR_LABELS.get(name, name))
+    _set_scales(ax, metric, df)
     if T_marker is not None:
         ax.axvline(T_marker, color="#444", ls="--", lw=1)
-    label_axes(ax, "horizon T (decisions per trajectory)", METRIC_LABELS[metric])
     ax.legend(loc="best")
     return ax
+
+
+class ExplorerFigure:
+    """The live explorer's one figure, redrawn in place when a slider moves.
+
+    Building a fresh matplotlib figure on every move cost more than computing the curves did, and most
+    of a full draw is the axes (ticks, their labels, the legend), which a slider move rarely changes.
+    So this keeps one :class:`~matplotlib.figure.Figure` (not pyplot's: nothing displays by itself) and
+    blits: the axes are drawn once into a saved background, the curves and the horizon marker are
+    *animated* artists drawn over a copy of it. The y range snaps to whole decades (log metrics) or
+    tenths (the cosine) and is kept while the curves fit it within a decade (:func:`_keeps`), and the
+    legend sits outside the axes, so most moves redraw only the curves; a move that leaves the range,
+    changes the metric or the estimators redraws all.
+    :meth:`update` takes the frame of :func:`explorer_frame`; :meth:`png` renders it for an ``ipywidgets.Image``.
+    """
+
+    def __init__(self, figsize=(8.6, 4), dpi: int = 90):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        self.fig = Figure(figsize=figsize, dpi=dpi)
+        self.canvas = FigureCanvasAgg(self.fig)
+        self.ax = self.fig.add_subplot()
+        self.fig.subplots_adjust(left=0.11, right=0.70, bottom=0.13, top=0.97)  # fixed: no layout pass per move
+        self.lines: dict = {}  # estimator name -> Line2D
+        self.marker = self.ax.axvline(1, color="#444", ls="--", lw=1, animated=True)
+        self.axes_key = None  # what the saved background shows: metric, y range, estimators
+        self.background = None
+        self.full_draws = 0  # how many updates had to redraw the axes (read by the tests and the benchmark)
+
+    def update(self, df: pd.DataFrame, metric: str = "snr", T_marker: int | None = None) -> None:
+        """Show ``metric`` of ``df`` (one row per estimator and horizon), a dashed line at ``T_marker``."""
+        _check_metric(metric)
+        names = tuple(dict.fromkeys(df["name"]))
+        for name, d in df.groupby("name", sort=False):
+            if name not in self.lines:
+                (self.lines[name],) = self.ax.plot(
+                    [], [], marker="o", ms=3, color=COLORS.get(name), label=ESTIMATOR_LABELS.get(name, name)
+                )
+                self.lines[name].set_animated(True)
+            self.lines[name].set_data(d["T"].to_numpy(), _y(d, metric).to_numpy())
+        for name, line in self.lines.items():
+            line.set_visible(name in names)
+        self.marker.set_visible(T_marker is not None)
+        if T_marker is not None:
+            self.marker.set_xdata([T_marker, T_marker])
+        x = tuple(df["T"].agg(["min", "max"]))
+        y = _snapped_range(df, metric)
+        drawn = self.axes_key
+        if drawn is not None and (drawn[0], drawn[2], drawn[3]) == (metric, names, x) and _keeps(drawn[1], y):
+            return  # the curves still fit the drawn axes well: no full redraw
+        self._draw_axes(df, metric, (metric, y, names, x), names)
+
+    def _draw_axes(self, df, metric, key, names) -> None:
+        """Draw everything but the curves and save it as the background they are drawn over."""
+        _set_scales(self.ax, metric, df)
+        self.ax.set_ylim(*key[1])
+        lo, hi = key[3]
+        self.ax.set_xlim(lo / 1.3, hi * 1.3)
+        self.ax.legend(handles=[self.lines[n] for n in names], loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        self.canvas.draw()  # animated artists are left out of a full draw
+        self.background = self.canvas.copy_from_bbox(self.fig.bbox)
+        self.axes_key = key
+        self.full_draws += 1
+
+    def png(self) -> bytes:
+        """The figure as PNG bytes: the saved background, the curves and the marker drawn over it."""
+        import io
+
+        from PIL import Image
+
+        self.canvas.restore_region(self.background)
+        for artist in (*self.lines.values(), self.marker):
+            if artist.get_visible():
+                self.ax.draw_artist(artist)
+        buf = io.BytesIO()
+        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
+        return buf.getvalue()
+
+
+def _keeps(drawn: tuple[float, float], needed: tuple[float, float]) -> bool:
+    """Whether the drawn y range still serves: it holds the needed one and is at most one decade (a
+    tenth for the cosine's linear axis) wider at either end, so a slider that wobbles across a decade
+    does not redraw the axes on every move, and curves are never squashed far from their range."""
+    import math
+
+    (a, b), (c, d) = drawn, needed
+    if not (a <= c and d <= b):
+        return False
+    if b == d == 1.02:  # the cosine: linear, the top fixed
+        return c - a <= 0.1 + 1e-9
+    return math.log10(c / a) <= 1 + 1e-9 and math.log10(b / d) <= 1 + 1e-9
+
+
+def _snapped_range(df: pd.DataFrame, metric: str) -> tuple[float, float]:
+    """The y range of ``metric``, snapped outward to whole decades (log) or tenths (cosine, up to 1.02)."""
+    import math
+
+    y = df[metric]
+    if metric == "cosine":
+        return (min(0.0, math.floor(float(y.min()) * 10) / 10), 1.02)
+    pos = y[y > 0]
+    if pos.empty:  # nothing measurable: any positive decade
+        return (0.1, 1.0)
+    lo, hi = math.floor(math.log10(float(pos.min()))), math.ceil(math.log10(float(pos.max())))
+    return (10.0**lo, 10.0 ** max(hi, lo + 1))
 
 
 def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: int = 32):
     """The live explorer: returns an ``ipywidgets.VBox`` to display in a notebook."""
     import ipywidgets as W
-    from IPython.display import display
 
     style = {"description_width": "110px"}
     lay = W.Layout(width="380px")
@@ -147,7 +271,10 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
     for x in w.values():
         if hasattr(x, "continuous_update"):
             x.continuous_update = False
-    out = W.Output()
+    image = W.Image(format="png")
+    readout = W.HTML()
+    errors = W.Output()
+    figure = ExplorerFigure()
     cache: dict = {}
     state = {"frame": None, "error": None, "redraws": 0}  # what the last redraw showed (read by the tests)
 
@@ -161,29 +288,28 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
             noise=w["noise"].value,
             critic_noise=w["critic_noise"].value,
         )
-        with out:
-            out.clear_output(wait=True)
-            try:
-                key = tuple(sorted((k, str(v)) for k, v in args.items()))
-                if key not in cache:  # moving only the marker or the metric does not recompute
-                    cache.clear()
-                    cache[key] = explorer_frame(**args, batch_size=batch_size, n_batches=n_batches)
-                fig, ax = plt.subplots(figsize=(7, 4))
-                plot_explorer(cache[key], w["metric"].value, w["T_marker"].value, ax=ax)
-                plt.show()
-                d = cache[key]
-                at = d[d["T"] == w["T_marker"].value][["estimator", "snr", "cosine", "variance"]]
-                display(at.set_index("estimator").round(4))
-                state.update(frame=d, error=None)
-            except ValueError as e:
-                state.update(frame=None, error=str(e))
+        errors.clear_output()
+        try:
+            key = tuple(sorted((k, str(v)) for k, v in args.items()))
+            if key not in cache:  # moving only the marker or the metric does not recompute
+                cache.clear()
+                cache[key] = explorer_frame(**args, batch_size=batch_size, n_batches=n_batches)
+            d = cache[key]
+            figure.update(d, w["metric"].value, w["T_marker"].value)
+            image.value = figure.png()
+            at = d[d["T"] == w["T_marker"].value][["estimator", "snr", "cosine", "variance"]]
+            readout.value = at.set_index("estimator").round(4).to_html()
+            state.update(frame=d, error=None)
+        except ValueError as e:
+            state.update(frame=None, error=str(e))
+            with errors:
                 print(f"refused (ValueError) -> {e}")
-            state["redraws"] += 1
+        state["redraws"] += 1
 
     for x in w.values():
         x.observe(redraw, names="value")
     redraw()
     left = W.VBox([w[k] for k in ("task", "metric", "T_marker", "G", "gamma", "lam", "noise", "critic_noise")])
-    box = W.VBox([W.HBox([left, w["estimators"]]), out])
+    box = W.VBox([W.HBox([left, w["estimators"]]), errors, image, readout])
     box.state = state
     return box
