@@ -68,7 +68,19 @@ from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.envs.tokens import make_task
 from rltutor.utils import check_choice
 
-__all__ = ["TARGETS", "VERSIONS", "NEVER", "Setting", "Note", "Export", "export", "load_config", "format_export"]
+__all__ = [
+    "TARGETS",
+    "VERSIONS",
+    "NEVER",
+    "TOPICS",
+    "Setting",
+    "Note",
+    "Export",
+    "export",
+    "load_config",
+    "format_export",
+    "table",
+]
 
 TARGETS = ("verl", "trl", "slime")
 VERSIONS = {
@@ -164,6 +176,37 @@ def format_export(ex: Export, origin: str = "") -> str:
     if ex.trainer:
         head += f"; settings of {ex.trainer}"
     return "\n".join([head, *ex.lines()]) + "\n"
+
+
+TOPICS = {
+    "advantage estimator": ("estimator", "norm_adv", "gamma", "lam"),
+    "loss and aggregation": ("loss", "agg"),
+    "clip values": ("clip_low", "clip_high", "dual_clip"),
+    "KL placement and estimator": ("kl_coef", "kl_in_reward", "kl_kind"),
+    "critic": ("critic", "critic_kind", "vf_coef", "vf_clip"),
+    "group size and batch": ("group_size", "num_groups"),
+    "epochs and minibatches": ("epochs", "minibatches"),
+    "dynamic sampling": ("dynamic_sampling", "max_draws"),
+    "overlong handling": ("overlong_buffer",),
+}
+"""the rows of chapter 16's mapping table: a topic and the Config fields it covers"""
+
+
+def table(config: Config):
+    """Chapter 16's mapping table for ``config``: one row per :data:`TOPICS` entry, one column per target; a cell
+    lists the target's settings for that topic's fields and, marked "no equivalent:", what it cannot express."""
+    import pandas as pd
+
+    rows = {}
+    for topic, names in TOPICS.items():
+        row = {}
+        for target in TARGETS:
+            ex = export(config, target)
+            cell = [_setting_line(target, s) for s in ex.settings if set(s.source) & set(names)]
+            cell += [f"no equivalent: {n.text}" for n in ex.missing() if set(n.source) & set(names)]
+            row[target] = "; ".join(dict.fromkeys(cell)) or "(the default: nothing to set)"
+        rows[topic] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(f"{config.algo}")
 
 
 # ----------------------------------------------------------------------------------------------

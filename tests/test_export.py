@@ -22,7 +22,7 @@ import yaml
 import rltutor
 from rltutor.cli import main
 from rltutor.config import ALGORITHMS, LM_ALGOS, make_config, resolve
-from rltutor.export import NEVER, TARGETS, export, format_export, load_config
+from rltutor.export import NEVER, TARGETS, TOPICS, export, format_export, load_config, table
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIME_FLAGS = Path(__file__).parent / "data" / "slime_flags.tsv"
@@ -310,3 +310,12 @@ def test_citation_cff_parses_and_names_the_package_version():
     assert all("name" in a or "family-names" in a for a in cff["authors"])
     assert cff["license"] == "MIT" and cff["preferred-citation"]["license"] == "CC-BY-4.0"  # the code's, the book's
     assert (ROOT / "LICENSE").exists() and "Attribution 4.0 International" in (ROOT / "LICENSE-text").read_text()
+
+
+def test_the_chapters_table_has_a_row_per_topic_and_a_column_per_target():
+    t = table(CONFIGS["dapo-addition"])
+    assert list(t.index) == list(TOPICS) and list(t.columns) == list(TARGETS)
+    assert "actor_rollout_ref.rollout.n=8" in t.loc["group size and batch", "verl"]
+    assert t.loc["dynamic sampling", "trl"].startswith("no equivalent: dynamic sampling")
+    assert "--calculate-per-token-loss" in t.loc["loss and aggregation", "slime"]
+    assert all(isinstance(v, str) and v for v in t.to_numpy().ravel())
