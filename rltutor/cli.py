@@ -462,8 +462,10 @@ def _guard(args) -> int:
 
 def _export(args) -> int:
     """``rltutor export --to verl|trl|slime RUN``: the run's settings in the target's words (rltutor.export)."""
-    from rltutor.export import export, format_export, load_config
+    from rltutor.export import TARGETS, export, format_export, load_config
+    from rltutor.utils import check_choice
 
+    check_choice("export target", args.to, TARGETS)  # before the run is read: a bad --to is named first
     config = load_config(args.run)
     sys.stdout.write(format_export(export(config, args.to), origin=args.run))
     return 0

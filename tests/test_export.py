@@ -142,6 +142,8 @@ def test_bad_input_is_one_clear_line(tmp_path, capsys):
     assert main(["export", "--to", "openrlhf", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "unknown export target 'openrlhf'; valid: slime, trl, verl" in err and len(err.splitlines()) == 1
+    assert main(["export", "--to", "", str(tmp_path / "nowhere")]) == 2  # the target is named before the path
+    assert "unknown export target ''" in capsys.readouterr().err
     with pytest.raises(ValueError, match="rltutor Config"):
         export({"algo": "grpo"}, "verl")
 
