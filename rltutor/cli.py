@@ -6,6 +6,7 @@
     rltutor train --env toolshell --algo grpo --guard decoy --out runs/agent   # the template agent (default)
     rltutor train --out runs/ppo --resume          # continue from runs/ppo/checkpoint.pt
     rltutor list                                   # algorithms, environments, estimators, losses, agent settings
+    rltutor export --to verl runs/grpo             # the run's settings as verl, TRL or slime settings
 
 The settings of a new run are composed by :func:`rltutor.config.resolve` (preset, tuned settings, ``--set``,
 then the flags). ``train`` writes to ``--out``: ``config.json`` (the resolved config), ``metrics.csv`` (one row per
@@ -459,9 +460,33 @@ def _guard(args) -> int:
     return 1 if v.blocked else 0
 
 
+def _export(args) -> int:
+    """``rltutor export --to verl|trl|slime RUN``: the run's settings in the target's words (rltutor.export)."""
+    from rltutor.export import TARGETS, export, format_export, load_config
+    from rltutor.utils import check_choice
+
+    check_choice("export target", args.to, TARGETS)  # before the run is read: a bad --to is named first
+    config = load_config(args.run)
+    sys.stdout.write(format_export(export(config, args.to), origin=args.run))
+    return 0
+
+
+def _add_export_parser(sub) -> None:
+    e = sub.add_parser(
+        "export",
+        help="print a run's settings as verl Hydra overrides, TRL GRPOConfig/RLOOConfig fields or slime flags",
+        description="One name=value per line; lines starting with # name the settings with no equivalent there.",
+    )
+    e.add_argument(  # checked by rltutor.export.export (its TARGETS), so that building the parser imports nothing
+        "--to", required=True, metavar="{verl,trl,slime}", help="the framework to export to"
+    )
+    e.add_argument("run", metavar="RUN", help="a run folder written by rltutor train, or its config.json")
+    e.set_defaults(func=_export)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rltutor", description="rltutor: RL for language models, small enough to read.")
-    sub = p.add_subparsers(dest="command", metavar="{train,list,guard}")
+    sub = p.add_subparsers(dest="command", metavar="{train,list,guard,export}")
     t = sub.add_parser("train", help="train a policy with one of the registered algorithms")
     t.add_argument("--algo", default=None, help="a preset: ppo (default), grpo, dr_grpo, dapo, rloo... (rltutor list)")
     t.add_argument("--env", default=None, help="environment name, e.g. CartPole-v1, Acrobot-v1, corridor")
@@ -541,6 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("guard", help="inspect one tool call with the reward-hack guard (exit 0 allowed, 1 blocked)")
     g.add_argument("command_text", metavar="COMMAND", help='a toolshell call, e.g. "cat tests/hidden/test_a.py"')
     g.set_defaults(func=_guard)
+    _add_export_parser(sub)
     return p
 
 

@@ -40,4 +40,7 @@ if ! "$VPY" -c "import torch" 2>/dev/null; then
     "$VPY" -m pip install -q "torch==2.13.0"
 fi
 "$VPY" -m pip install -q -e ".[$EXTRAS]"
+# verl, for tests/test_export.py only: it reads verl's PPO trainer config (a YAML file) and never imports verl.
+# --no-deps because verl's own requirements conflict with the transformers pin above.
+"$VPY" -m pip install -q --no-deps "verl==0.9.1"
 printf '%s\n%s\n' "$HASH" "$WANT" > .setup-stamp
