@@ -29,6 +29,7 @@ LAYER = {  # module (or package) -> rank; a module may import only from a lower 
     "rltutor.rollout": 4,
     "rltutor.guard": 4,
     "rltutor.build": 5,
+    "rltutor.export": 5.5,  # reads a config and the envs; the command line prints it
     "rltutor.train": 6,
     "rltutor.experiments": 7,
     "rltutor.views": 8,
