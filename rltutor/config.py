@@ -50,6 +50,7 @@ __all__ = [
     "TUNED",
     "tuned_settings",
     "LM_ALGOS",
+    "DISTILL_ALGOS",
     "LM_SCALES",
     "lm_settings",
 ]

@@ -28,6 +28,10 @@ One update (:meth:`Trainer.update`), with the paper's symbols:
    (the KL penalty included when it is in the reward).
    Optional whitening of A over the batch (``norm_adv="batch"``) or per minibatch (``"minibatch"``,
    CleanRL's choice).
+   (optional, on-policy distillation, :mod:`rltutor.distill`) with ``teachers``, each row's teacher scores
+   the sampled tokens and A_t <- A_t - beta * (log pi_old(a_t|s_t) - log pi_teacher(a_t|s_t)) per token
+   (``opd_coef``, estimator ``opd_kl_kind``); with ``opd_loss``, + c_d * agg(D(pi_theta, pi_teacher)) over
+   the full next-token distributions joins the loss in 4.
 4. ``epochs`` passes over the rows, each split into ``minibatches`` random minibatches of rows. For
    each: L = L_policy(rho, A) - c_ent * H + c_v * L_value (+ beta * KL), gradient norm clipped to
    ``max_grad_norm``, one Adam step. With ``target_kl`` set, stop the epochs early once the mean
@@ -57,7 +61,9 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
    ``value_loss``, ``entropy``, ``approx_kl`` (k3 estimate of KL(pi_old || pi)), ``clip_frac``,
    ``grad_norm`` (before clipping), all averaged over the minibatch steps; ``explained_variance``
    1 - Var[R - V] / Var[R]; ``zero_std_frac`` (groups of >= 2 rows whose scores are all equal);
-   ``kl_ref`` (when ``kl_coef > 0``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time);
+   ``kl_ref`` (when ``kl_coef > 0``); ``kl_to_teacher`` (with teachers: the mean k1 estimate of
+   KL(pi || pi_teacher) over the scored tokens, and ``kl_to_teacher_<task>`` per task with several) and
+   ``distill_loss`` (with ``opd_loss``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time);
    then whatever the collector reports in ``info["metrics"]`` (for token tasks: ``score``,
    ``accuracy``, ``response_length``, ``sample_entropy``, ``wrong_length``, ``truncated``,
    ``sample_time``, ``draws``) and, every ``eval_every`` updates, its held-out ``evaluate`` metrics
