@@ -255,7 +255,8 @@ class Config:
     # --- on-policy distillation (rltutor.distill) --------------------------------------------------
     teachers: tuple[str, ...] = ()
     """run folders of the teachers (``rltutor train --teacher RUN_DIR``), one per task; each folder's
-    checkpoint.pt is read by the safe loader and its task from its config"""
+    checkpoint.pt is read by the safe loader and its task from its config, at the start and again at each
+    resume (paths as given: relative ones from the working folder; the student's checkpoint holds no teacher)"""
     opd_coef: float = 0.0
     """beta of the teacher's per-token advantage shift A_t <- A_t - beta * (log pi - log pi_teacher) (0: off)"""
     opd_kl_kind: str = "k1"
