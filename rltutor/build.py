@@ -222,7 +222,7 @@ def warm_start(config: Config, task: TokenTask | None = None, device=None) -> Ti
         config.seed,
     )
     model = make_model(
-        len(VOCAB),
+        getattr(task, "vocab_size", len(VOCAB)),  # a multi-task prompt's task tokens (rltutor.distill.MultiTask)
         task.prompt_len + task.max_new_tokens,
         config.n_layer,
         config.n_head,

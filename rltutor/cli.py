@@ -5,6 +5,7 @@
     rltutor train --algo ppo --set lr=1e-3 --set epochs=10 --out runs/ppo_fast
     rltutor train --env toolshell --algo grpo --guard decoy --out runs/agent   # the template agent (default)
     rltutor train --out runs/ppo --resume          # continue from runs/ppo/checkpoint.pt
+    rltutor train --algo opd --teacher runs/add --teacher runs/seq --env addition,sequence --out runs/student
     rltutor list                                   # algorithms, environments, estimators, losses, agent settings
     rltutor export --to verl runs/grpo             # the run's settings as verl, TRL or slime settings
 
@@ -222,6 +223,7 @@ def _resume_conflicts(args, stored: dict) -> list[str]:
         ("--horizon", args.horizon, opts.get("horizon")),
         ("--reward-noise", args.reward_noise, opts.get("reward_noise")),
         *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _agent_flags(args)),
+        ("--teacher", list(args.teacher) or None, list(stored.get("teachers", ()))),
     ]
     bad = [f"{flag} {new} (the run's is {old!r})" for flag, new, old in given if new is not None and new != old]
     if args.no_observe_progress and opts.get("observe_progress", True):
@@ -261,6 +263,8 @@ def _new_config(args):
         )
         if flag is not None
     }
+    if args.teacher:  # on-policy distillation (rltutor.distill): the teachers' run folders
+        flags["teachers"] = tuple(args.teacher)
     env_options = {key: getattr(args, key) for _, key in CORRIDOR_FLAGS if getattr(args, key) is not None}
     if args.no_observe_progress:
         env_options["observe_progress"] = False
@@ -433,6 +437,7 @@ def _run(args, trainer, ckpt: str) -> int:
 def _list(args) -> int:
     from rltutor.advantages import list_estimators
     from rltutor.config import AGENT_POLICIES, list_algorithms
+    from rltutor.distill import DIVERGENCES
     from rltutor.envs import list_envs
     from rltutor.guard.wrapper import POLICIES
     from rltutor.losses import list_policy_losses
@@ -442,6 +447,7 @@ def _list(args) -> int:
     print("environments:  ", ", ".join(list_envs()))
     print("estimators:    ", ", ".join(list_estimators()))
     print("losses:        ", ", ".join(list_policy_losses()))
+    print("distillation:   --teacher RUN_DIR (one per task of --env); divergences:", ", ".join(DIVERGENCES))
     print("toolshell agent (--env toolshell):")
     print("  agent policies:", ", ".join(AGENT_POLICIES))
     print("  compactions:   ", ", ".join(COMPACTIONS))
@@ -524,6 +530,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="toolshell: templates (the default: an MLP picks a templated call, learns in CPU minutes) or tokens "
         "(a TinyGPT writes each command; not expected to learn in CPU minutes)",
+    )
+    t.add_argument(
+        "--teacher",
+        action="append",
+        default=[],
+        metavar="RUN_DIR",
+        help="on-policy distillation: a stored run (its checkpoint.pt and config.json) whose policy scores each token "
+        "the student samples; one per task of --env (--env addition,sequence: one for each), its task read from its "
+        "config. --algo opd distils alone; on other presets add --set opd_coef=0.1 (repeatable)",
     )
     t.add_argument(
         "--set",

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rltutor.advantages import ESTIMATORS, GROUP_ESTIMATORS
+from rltutor.distill import DIVERGENCES, MULTITASK
 from rltutor.envs import ENVS
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
@@ -49,6 +50,7 @@ __all__ = [
     "TUNED",
     "tuned_settings",
     "LM_ALGOS",
+    "DISTILL_ALGOS",
     "LM_SCALES",
     "lm_settings",
 ]
@@ -113,6 +115,10 @@ TEMPLATE_SETTINGS = {
 }
 """Settings of the template agent per algorithm (``rltutor train --agent-policy templates`` applies them;
 ``--set`` wins); measured in rltutor.experiments.agents."""
+OPD_FIELDS = ("teachers", "opd_coef", "opd_kl_kind", "opd_loss", "opd_loss_coef", "opd_jsd_beta", "opd_top_k")
+"""on-policy distillation's fields (rltutor.distill); left out of config.json when a run has no teacher"""
+DISTILL_ALGOS = ("opd",)
+"""the presets that need a teacher (``--teacher RUN_DIR``): pure on-policy distillation"""
 LM_FIELDS = ("n_layer", "n_head", "n_embd", "critic_kind", "temperature", "sft_steps", "sft_lr", "overlong_buffer")
 """fields that apply only to token tasks (a TinyGPT policy)"""
 
@@ -245,6 +251,25 @@ class Config:
     """True: -beta*KL per token added to the rewards (PPO/RLHF); False: beta*KL added to the loss (GRPO)"""
     dynamic_sampling: bool = False
     """drop groups whose scores are all equal before the update (DAPO)"""
+
+    # --- on-policy distillation (rltutor.distill) --------------------------------------------------
+    teachers: tuple[str, ...] = ()
+    """run folders of the teachers (``rltutor train --teacher RUN_DIR``), one per task; each folder's
+    checkpoint.pt is read by the safe loader and its task from its config, at the start and again at each
+    resume (paths as given: relative ones from the working folder; the student's checkpoint holds no teacher)"""
+    opd_coef: float = 0.0
+    """beta of the teacher's per-token advantage shift A_t <- A_t - beta * (log pi - log pi_teacher) (0: off)"""
+    opd_kl_kind: str = "k1"
+    """the estimator of that shift: "k1" (slime's and Tinker's), "k2" or "k3" (rltutor.losses.kl_penalty)"""
+    opd_loss: str = "none"
+    """a divergence to the teacher's full next-token distribution added to the loss: "none", or one of
+    rltutor.distill.DIVERGENCES ("reverse_kl", "forward_kl", "jsd")"""
+    opd_loss_coef: float = 1.0
+    """the weight of that divergence in the loss"""
+    opd_jsd_beta: float = 0.5
+    """the weight beta of the "jsd" divergence (0: forward KL, 1: reverse KL; GKD's default 0.5)"""
+    opd_top_k: int = 0
+    """the divergence on the top k tokens plus a tail bucket for the rest (0: the full vocabulary)"""
     max_draws: int = 1
     """with dynamic_sampling, token tasks draw up to this many batches of prompts to refill the dropped
     groups (DAPO); 1: drop without refilling (rltutor.rollout.tokens.LMCollector's max_draws). The
@@ -333,7 +358,40 @@ class Config:
                 f"{what} = {self.rollout_envs:,} environment copies per update is more than {MAX_ROLLOUT_ENVS:,} "
                 f"(each holds its rows of the batch in memory: rltutor.config.MAX_ROLLOUT_ENVS); lower {fix}"
             )
-        self.model = "gpt" if self.env in TOKEN_TASKS or self.env in AGENT_ENVS else "mlp"
+        self.model = "gpt" if self.env in TOKEN_TASKS or self.env in AGENT_ENVS or self.env == MULTITASK else "mlp"
+        self._check_opd()
+
+    def _check_opd(self) -> None:
+        """On-policy distillation's settings (rltutor.distill): a teacher needs a job, a job needs a teacher."""
+        check_choice("opd_kl_kind", self.opd_kl_kind, KL_KINDS)
+        check_choice("opd_loss", self.opd_loss, ("none", *DIVERGENCES))
+        for name in ("opd_coef", "opd_loss_coef"):
+            check_number(name, getattr(self, name), 0.0, None)
+        check_number("opd_jsd_beta", self.opd_jsd_beta, 0.0, 1.0)
+        check_int("opd_top_k", self.opd_top_k, 0)
+        if isinstance(self.teachers, str) or not isinstance(self.teachers, tuple | list):
+            raise ValueError(f"teachers must be a tuple of run folders, e.g. ('runs/add',), got {self.teachers!r}")
+        self.teachers = tuple(self.teachers)
+        if not all(isinstance(t, str) and t for t in self.teachers):
+            raise ValueError(f"teachers must be run folders (non-empty strings), got {self.teachers!r}")
+        job = self.opd_coef > 0 or self.opd_loss != "none"
+        if job and not self.teachers:
+            what = f"opd_coef={self.opd_coef}" if self.opd_coef > 0 else f"opd_loss={self.opd_loss!r}"
+            preset = " (the 'opd' preset distils)" if self.algo in DISTILL_ALGOS else ""
+            raise ValueError(
+                f"{what}{preset} learns from a teacher, but none is given: add --teacher RUN_DIR (a run trained on "
+                "this task), or --set opd_coef=0 --set opd_loss=none"
+            )
+        if self.teachers and not job:
+            raise ValueError(
+                f"--teacher {self.teachers[0]} gives the run a teacher but nothing to learn from it (opd_coef=0, "
+                "opd_loss='none'): add --set opd_coef=0.1 (the per-token advantage shift) or --set opd_loss=reverse_kl"
+            )
+        if self.teachers and (self.model != "gpt" or self.env in AGENT_ENVS):
+            raise ValueError(
+                f"teachers distil token tasks ({', '.join(sorted(TOKEN_TASKS))}, or several: --env addition,sequence); "
+                f"{self.env!r} is not one"
+            )
 
     def _check_agent(self) -> None:
         """The agent's settings: the sub-trajectory mode must have what it is registered to need."""
@@ -430,6 +488,8 @@ class Config:
         skip = LM_FIELDS if self.model == "mlp" else MLP_FIELDS
         if self.env not in AGENT_ENVS:
             skip = skip + AGENT_FIELDS
+        if not self.teachers:
+            skip = skip + OPD_FIELDS
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
 
     @classmethod
@@ -480,6 +540,19 @@ ALGORITHMS: dict[str, dict] = {
     ),
     # REINFORCE++ (Hu 2025): return-to-go whitened over the batch.
     "reinforce_pp": dict(_GROUP, estimator="reinforce_pp", loss="ppo", group_size=1, num_groups=16, agg="token-mean"),
+    # On-policy distillation (Thinking Machines 2025; slime --use-opd): no task reward (A = 0), the teacher's
+    # per-token shift -beta * (log pi - log pi_teacher) is the whole advantage; one sample per prompt, one
+    # on-policy gradient step per batch. Needs --teacher RUN_DIR (rltutor.distill).
+    "opd": dict(
+        _GROUP,
+        estimator="zero",
+        loss="reinforce",
+        group_size=1,
+        num_groups=16,
+        minibatches=1,
+        agg="token-mean",
+        opd_coef=1.0,
+    ),
 }
 """The algorithm presets: each a named set of overrides of :class:`Config` (one loop, many presets)."""
 
@@ -575,11 +648,11 @@ def lm_settings(
 ) -> dict:
     """The :func:`make_config` keyword arguments for ``algo`` on a token task at this scale: the
     scale's model, SFT, batch and learning rate, then :data:`LM_OVERRIDES`, then ``overrides``."""
-    check_choice("language-model algorithm", algo, LM_ALGOS)
+    check_choice("language-model algorithm", algo, (*LM_ALGOS, *DISTILL_ALGOS))
     sc = resolve_scale(scale)
     s = LM_SCALES[sc]
     groups = dict(num_groups=s["num_groups"], group_size=s["group_size"])
-    if algo == "reinforce_pp":  # one completion per prompt, as many prompts: the same number of completions
+    if algo in ("reinforce_pp", *DISTILL_ALGOS):  # one completion per prompt, as many prompts: as many completions
         groups = dict(num_groups=s["num_groups"] * s["group_size"], group_size=1)
     env_options = {**(task_options or {}), **overrides.pop("env_options", {})}
     cfg = dict(
@@ -613,7 +686,7 @@ def tuned_settings(algo: str, env: str, scale: str | None = None) -> dict | None
     """Settings tuned for ``algo`` on ``env`` (budget and seed left out), or None where there are none."""
     if (algo, env) in TUNED:
         return {k: v for k, v in TUNED[(algo, env)].items() if k not in ("env", "total_steps")}
-    if env in TOKEN_TASKS and algo in LM_ALGOS:
+    if (env in TOKEN_TASKS or env == MULTITASK) and algo in (*LM_ALGOS, *DISTILL_ALGOS):
         s = lm_settings(algo, env, scale, task_options=LM_TASK_OPTIONS.get(env))
         return {k: v for k, v in s.items() if k not in ("algo", "env", "seed", "total_steps")}
     return None
@@ -622,6 +695,19 @@ def tuned_settings(algo: str, env: str, scale: str | None = None) -> dict | None
 # ----------------------------------------------------------------------------------------------
 # The one composition: preset, tuned settings, the caller's settings, the command line's flags
 # ----------------------------------------------------------------------------------------------
+
+
+def _multitask_env(env: str, sets: dict, flags: dict) -> tuple[str, dict, dict]:
+    """``env="addition,sequence"``: the "multitask" environment with those tasks (flags' env_options), each
+    with its :data:`LM_TASK_OPTIONS` unless ``sets`` names the env_options."""
+    tasks = tuple(t.strip() for t in env.split(","))
+    for t in tasks:
+        check_choice("token task (in --env TASK,TASK)", t, TOKEN_TASKS)
+    options = {k: v for t in tasks for k, v in LM_TASK_OPTIONS.get(t, {}).items()}
+    sets = {"env_options": options, **sets}
+    flags = {**flags, "env_options": {"tasks": tasks, **flags.get("env_options", {})}}
+    return MULTITASK, sets, flags
+
 
 HPARAMS = ("tuned", "defaults")
 """``resolve``'s ``hparams``: apply :func:`tuned_settings` where there are some, or only the preset's own"""
@@ -658,6 +744,8 @@ def resolve(
     passes all six, the agent lab ``sets`` only, the LM lab ``scale`` and ``sets``.
     """
     sets, flags = dict(sets or {}), dict(flags or {})
+    if env is not None and "," in env:  # several token tasks in one student (rltutor.distill.MultiTask)
+        env, sets, flags = _multitask_env(env, sets, flags)
     for given in (sets, flags):
         if "algo" in given:
             raise ValueError(f"--set algo={given['algo']}: pick the preset with --algo {given['algo']}")

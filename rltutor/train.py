@@ -28,6 +28,10 @@ One update (:meth:`Trainer.update`), with the paper's symbols:
    (the KL penalty included when it is in the reward).
    Optional whitening of A over the batch (``norm_adv="batch"``) or per minibatch (``"minibatch"``,
    CleanRL's choice).
+   (optional, on-policy distillation, :mod:`rltutor.distill`) with ``teachers``, each row's teacher scores
+   the sampled tokens and A_t <- A_t - beta * (log pi_old(a_t|s_t) - log pi_teacher(a_t|s_t)) per token
+   (``opd_coef``, estimator ``opd_kl_kind``); with ``opd_loss``, + c_d * agg(D(pi_theta, pi_teacher)) over
+   the full next-token distributions joins the loss in 4.
 4. ``epochs`` passes over the rows, each split into ``minibatches`` random minibatches of rows. For
    each: L = L_policy(rho, A) - c_ent * H + c_v * L_value (+ beta * KL), gradient norm clipped to
    ``max_grad_norm``, one Adam step. With ``target_kl`` set, stop the epochs early once the mean
@@ -57,7 +61,9 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
    ``value_loss``, ``entropy``, ``approx_kl`` (k3 estimate of KL(pi_old || pi)), ``clip_frac``,
    ``grad_norm`` (before clipping), all averaged over the minibatch steps; ``explained_variance``
    1 - Var[R - V] / Var[R]; ``zero_std_frac`` (groups of >= 2 rows whose scores are all equal);
-   ``kl_ref`` (when ``kl_coef > 0``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time);
+   ``kl_ref`` (when ``kl_coef > 0``); ``kl_to_teacher`` (with teachers: the mean k1 estimate of
+   KL(pi || pi_teacher) over the scored tokens, and ``kl_to_teacher_<task>`` per task with several) and
+   ``distill_loss`` (with ``opd_loss``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time);
    then whatever the collector reports in ``info["metrics"]`` (for token tasks: ``score``,
    ``accuracy``, ``response_length``, ``sample_entropy``, ``wrong_length``, ``truncated``,
    ``sample_time``, ``draws``) and, every ``eval_every`` updates, its held-out ``evaluate`` metrics
@@ -90,6 +96,15 @@ import torch
 from rltutor.advantages import compute_advantages, dead_groups, discounted_returns, whiten
 from rltutor.build import build
 from rltutor.config import Config
+from rltutor.distill import (
+    Teacher,
+    TeacherRouter,
+    divergence,
+    opd_shift,
+    opd_signal,
+    student_logprobs,
+    teacher_checkpoint,
+)
 from rltutor.losses import aggregate, kl_penalty, policy_loss, value_loss
 from rltutor.utils import check_int, explained_variance, get_device, seed_everything, write_atomic
 
@@ -174,6 +189,7 @@ class Trainer:
         self.ref_policy = None
         if config.kl_coef > 0:  # a frozen copy of the initial policy: pi_ref
             self.ref_policy = copy.deepcopy(self.policy).requires_grad_(False).eval()
+        self.teachers = self._load_teachers() if config.teachers else None  # on-policy distillation: pi_teacher
         self.update_idx = 0  # updates done
         self.env_steps = 0  # environment steps collected
         self.elapsed = 0.0  # wall-clock seconds spent in step()
@@ -249,6 +265,17 @@ class Trainer:
         if values is not None:
             metrics["explained_variance"] = explained_variance(values, returns, mask)
 
+        # 3b. On-policy distillation (rltutor.distill): each row's teacher scores the sampled tokens, and
+        # A_t <- A_t - beta * k(log pi_old(a_t|s_t) - log pi_teacher(a_t|s_t)), per token, after the estimator.
+        scored = None
+        if self.teachers is not None:
+            scored = self.teachers.score(batch, full=c.opd_loss != "none")
+            counted = mask * scored.valid  # (B, T) the tokens a teacher's context covered
+            kl_teacher = opd_signal(batch["logp"], scored.logp, counted, "k1")  # (B, T) log pi_old - log pi_T
+            metrics.update(self.teachers.metrics(kl_teacher, counted, scored.route))
+            if c.opd_coef > 0:
+                adv = opd_shift(adv, batch["logp"], scored.logp, counted, c.opd_coef, c.opd_kl_kind)
+
         # 4. Epochs of minibatch gradient steps over rows.
         params = [p for p in self.policy.parameters() if p.requires_grad]
         B = mask.shape[0]
@@ -257,6 +284,7 @@ class Trainer:
             k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "loss")
         }
         epochs_run = 0
+        distill_losses: list[float] = []  # the divergence to the teacher, per minibatch step (opd_loss)
         for _epoch in range(c.epochs):
             perm = torch.randperm(B, generator=self.generator).to(self.device)
             epoch_kl = []
@@ -302,6 +330,13 @@ class Trainer:
                     loss = loss + c.vf_coef * vl  # + c_v * 1/2 (V - R)^2
                 if ref_logp is not None and not c.kl_in_reward:
                     loss = loss + c.kl_coef * aggregate(kl_penalty(out["logp"], ref_logp[idx], c.kl_kind), m, c.agg)
+                if scored is not None and c.opd_loss != "none" and (m * scored.valid[idx]).sum() > 0:
+                    d = divergence(  # D(pi_theta(.|s_t), pi_teacher(.|s_t)) per state, (b, T)
+                        student_logprobs(self.policy, mb), scored.logprobs[idx], c.opd_loss, c.opd_jsd_beta, c.opd_top_k
+                    )
+                    dl = aggregate(d, m * scored.valid[idx], c.agg)
+                    loss = loss + c.opd_loss_coef * dl  # + c_d * agg(D)
+                    distill_losses.append(dl.item())
                 if not torch.isfinite(loss):
                     raise FloatingPointError(
                         f"update {self.update_idx}: the loss is {loss.item()} (policy loss {pl.item()}, value loss "
@@ -330,7 +365,21 @@ class Trainer:
         for k, v in sums.items():
             metrics[k] = float(np.mean(v)) if v else float("nan")
         metrics["epochs_run"] = float(epochs_run)
+        if scored is not None and c.opd_loss != "none":
+            metrics["distill_loss"] = float(np.mean(distill_losses)) if distill_losses else float("nan")
         return metrics
+
+    def _load_teachers(self) -> TeacherRouter:
+        """On-policy distillation's teachers (rltutor.distill): each ``config.teachers`` run's checkpoint read by the
+        safe loader (:meth:`read_checkpoint`: tensors and plain data only), its task from its config, routed by the
+        student's task (one teacher per task)."""
+        teachers = [
+            Teacher.from_state(self.read_checkpoint(teacher_checkpoint(d)), source=d, device=self.device)
+            for d in self.config.teachers
+        ]
+        model = getattr(self.policy, "model", None)
+        vocab = model.config.vocab_size if model is not None else None
+        return TeacherRouter(teachers, getattr(self.collector, "task", None), vocab_size=vocab)
 
     # ------------------------------------------------------------------------------------------
     # The loop

@@ -25,6 +25,7 @@ LAYER = {  # module (or package) -> rank; a module may import only from a lower 
     "rltutor.losses": 1,
     "rltutor.models": 2,
     "rltutor.envs": 2,
+    "rltutor.distill": 3,  # on-policy distillation: the math, the multi-task prompts, the teachers
     "rltutor.config": 4.5,  # between guard/rollout and build: it imports their registries of names
     "rltutor.rollout": 4,
     "rltutor.guard": 4,
