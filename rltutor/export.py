@@ -63,7 +63,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from rltutor.config import AGENT_FIELDS, Config
+from rltutor.config import AGENT_FIELDS, OPD_FIELDS, Config
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.envs.tokens import make_task
 from rltutor.utils import check_choice
@@ -259,8 +259,29 @@ def export(config: Config, target: str) -> Export:
         raise ValueError(f"export takes a rltutor Config (load_config(RUN_DIR) reads one), got {type(config).__name__}")
     ex = _Builder(config, target)
     _common(ex)
-    {"verl": _verl, "trl": _trl, "slime": _slime}[target](ex)
+    if config.estimator == "zero":  # the opd preset: no task reward, the teacher's signal alone
+        _pure_distillation(ex)
+    else:
+        {"verl": _verl, "trl": _trl, "slime": _slime}[target](ex)
     return ex.result()
+
+
+def _pure_distillation(ex: _Builder) -> None:
+    """A run of the ``opd`` preset learns from its teachers alone (estimator "zero"). slime runs it as
+    ``--use-opd`` beside a reward model that scores 0; TRL as a ``DistillationTrainer``, verl by its OPD
+    recipe: trainers of their own, whose settings are not exported here."""
+    named = {f for item in (*ex.settings, *ex.notes) for f in item.source}
+    rest = [f for f in ex.fields if f not in named]
+    ex.no(
+        "pure on-policy distillation (the opd preset, no task reward): "
+        + (
+            "slime needs a reward model that returns 0 (--custom-rm-path); the rest is not exported"
+            if ex.target == "slime"
+            else "a trainer of its own there (TRL DistillationTrainer, verl's OPD recipe); "
+            "its settings are not exported"
+        ),
+        *rest,
+    )
 
 
 class _Builder:
@@ -341,6 +362,7 @@ def _common(ex: _Builder) -> None:
             "or guards a tool call (verl: actor_rollout_ref.rollout.multi_turn, slime: a custom generate function)",
             *agent,
         )
+    _distillation(ex)
     if not c.dynamic_sampling:
         ex.note("used only with dynamic sampling, which is off", "max_draws")
     if c.kl_coef == 0:
@@ -365,6 +387,29 @@ def _common(ex: _Builder) -> None:
         ex.note("dual clip applies to the ppo loss only", "dual_clip")
     if c.loss == "reinforce":
         ex.note("the reinforce loss has no ratio to clip", "clip_low", "clip_high")
+
+
+def _distillation(ex: _Builder) -> None:
+    """On-policy distillation (:mod:`rltutor.distill`), in a run's config only when it has teachers.
+
+    slime: ``--use-opd`` with ``--opd-kl-coef`` (the per-token shift; docs/en/advanced/on-policy-distillation.md),
+    the teacher as ``--opd-teacher-load``; TRL: a separate ``DistillationTrainer`` / ``GKDTrainer`` (``beta``,
+    ``loss_top_k``, ``loss_add_tail``), not a setting of a GRPO run; verl: its OPD recipes, not its PPO trainer."""
+    c = ex.c
+    opd = [f for f in OPD_FIELDS if f in ex.fields]
+    if not opd:
+        return
+    if ex.target == "slime" and c.opd_coef > 0:
+        ex.set("--use-opd", True, "opd_coef")
+        ex.set("--opd-kl-coef", c.opd_coef, "opd_coef")
+        ex.no("the teachers' run folders: slime loads one teacher checkpoint (--opd-teacher-load PATH)", "teachers")
+        opd = [f for f in opd if f not in ("opd_coef", "teachers")]
+    if opd:
+        ex.no(
+            "on-policy distillation from teachers (rltutor.distill): slime --use-opd --opd-kl-coef (the per-token "
+            "shift), TRL's DistillationTrainer or GKDTrainer (beta, loss_top_k, loss_add_tail), a trainer of its own",
+            *opd,
+        )
 
 
 def _mini(ex: _Builder, whole: int, parts: int, what: str, *source: str) -> int:
