@@ -327,24 +327,20 @@ def _ppo_gae_across(b: SubTrajectories):
     if b.values is None:
         raise ValueError("sub_advantage='ppo_gae_across' needs critic values; use a critic or 'ppo_per_segment'")
     R, T = b.mask.shape
+    E = len(b.outcome)
     valid = b.mask > 0
     n = valid.sum(1)  # (R,) generated steps per row
-    first_row = torch.zeros(len(b.outcome), dtype=torch.long, device=n.device).index_put(
-        (b.episode[b.k == 0],), (torch.cumsum(n, 0) - n)[b.k == 0]
-    )
-    offset = torch.cumsum(n, 0) - n - first_row[b.episode]  # (R,) steps of the episode before this row
-    j = offset[:, None] + torch.cumsum(valid.long(), 1) - 1  # (R, T) each step's place in the episode
-    steps = torch.zeros(len(b.outcome), dtype=torch.long, device=n.device).index_add_(0, b.episode, n)  # (E,)
-    ep = b.episode[:, None].expand(R, T)[valid]  # (N,) episode of each generated step
-    pos = j[valid]  # (N,) its place in the episode's sequence
-    E, L = len(b.outcome), int(steps.max())
-    values = torch.zeros(E, L, dtype=b.mask.dtype, device=b.mask.device)
+    start = torch.cumsum(n, 0) - n  # (R,) the row's first step, counted over the batch
+    ep_start = torch.zeros(E, dtype=torch.long, device=n.device).index_put((b.episode[b.k == 0],), start[b.k == 0])
+    j = (start - ep_start[b.episode])[:, None] + torch.cumsum(valid.long(), 1) - 1  # (R, T) place in the episode
+    steps = torch.zeros(E, dtype=torch.long, device=n.device).index_add_(0, b.episode, n)  # (E,) steps per episode
+    ep, pos = b.episode[:, None].expand(R, T)[valid], j[valid]  # (N,) each generated step's episode and place
+    L = int(steps.max())
+    values = torch.zeros(E, L, dtype=b.mask.dtype, device=b.mask.device)  # (E, L) the concatenated episodes
     mask = torch.zeros_like(values)
     values[ep, pos], mask[ep, pos] = b.values[valid].to(values.dtype), 1.0
     rewards = torch.zeros_like(values)
-    rewards[torch.arange(E, device=values.device), (steps - 1).clamp(min=0)] = b.outcome.to(
-        values.dtype
-    )  # outcome on the last step
+    rewards[torch.arange(E, device=values.device), steps - 1] = b.outcome.to(values.dtype)  # r on the last step
     adv_e, ret_e = gae(rewards, values, mask, b.gamma, b.lam)  # (E, L) GAE on the concatenated episode
     advantages, returns = torch.zeros_like(b.mask), torch.zeros_like(b.mask)
     advantages[valid], returns[valid] = adv_e[ep, pos], ret_e[ep, pos]
