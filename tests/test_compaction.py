@@ -9,8 +9,8 @@ import torch
 from rltutor.advantages import gae, group_advantages
 from rltutor.envs.toolshell import CMD, EOS, OBS, TASK, decode, encode
 from rltutor.rollout.compaction import (
-    SUB_ADVANTAGE_MODES,
     MAIN_ARMS,
+    SUB_ADVANTAGE_MODES,
     SUB_ADVANTAGES,
     assign_rewards,
     compact,
