@@ -272,3 +272,28 @@ def test_every_generated_step_is_trained_in_exactly_one_row_of_its_episode():
     assert (meta[:, 3] > 1).any()  # the budget split some episodes
     per_episode = torch.zeros(len(info["episode_lengths"])).index_add_(0, meta[:, 1], batch["mask"].sum(1))
     assert per_episode.tolist() == [float(n) for n in info["episode_lengths"]]
+
+
+def test_stored_runs_are_relabelled_by_the_documented_mapping_only(tmp_path):
+    """relabel_stored rewrites the sub_advantage column and the .cmd names by RENAMED_SUB_ADVANTAGES and nothing
+    else: an old-named copy of a stored run becomes the stored file byte for byte; the stored files hold no old
+    name."""
+    from pathlib import Path
+
+    from rltutor.experiments.agents import relabel_stored
+
+    store = Path(__file__).resolve().parents[1] / "rltutor" / "data" / "agents"
+    back = {new: old for old, new in RENAMED_SUB_ADVANTAGES.items()}
+    for name in ("compaction_other", "compaction_headline"):
+        for ext in (".csv", ".cmd"):
+            text = (store / f"{name}{ext}").read_text()
+            assert not any(old in text for old in RENAMED_SUB_ADVANTAGES), name + ext
+            for new, old in back.items():
+                text = text.replace(new, old)
+            (tmp_path / f"{name}{ext}").write_text(text)
+        n = relabel_stored(str(tmp_path / f"{name}.csv"))
+        assert n > 0
+        for ext in (".csv", ".cmd"):
+            assert (tmp_path / f"{name}{ext}").read_bytes() == (store / f"{name}{ext}").read_bytes(), name + ext
+    (tmp_path / "plain.csv").write_text("algo,seed\nppo,0\n")
+    assert relabel_stored(str(tmp_path / "plain.csv")) == 0
