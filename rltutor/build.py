@@ -178,7 +178,7 @@ def _build_agent(config: Config, env: ToolShell):
     chooser wrapped in an :class:`~rltutor.models.lm_policy.LMPolicy`) and an
     :class:`~rltutor.rollout.agent.AgentCollector`. ``sub_advantage="auto"``: the registry's default
     (:func:`rltutor.rollout.compaction.resolve_sub_advantage`: ``ppo_bootstrap`` with a critic, else
-    ``slime_grpo``); for the template chooser without compaction, every turn's reward where it is paid
+    ``full_outcome_batch_group``); for the template chooser without compaction, every turn's reward where it is paid
     (``None``: one row per episode)."""
     sub = resolve_sub_advantage(config.sub_advantage, config.critic)  # "auto": the registered default
     if config.agent_policy == "templates" and config.compaction == "none" and config.sub_advantage == "auto":
@@ -196,6 +196,8 @@ def _build_agent(config: Config, env: ToolShell):
         sub_advantage=sub,
         gamma=config.gamma,
         turn_cost=config.turn_cost,
+        lam=config.lam,
+        row_weight=config.row_weight,
     )
     return net, collector
 

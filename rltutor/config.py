@@ -74,6 +74,7 @@ AGENT_FIELDS = (
     "keep_turns",
     "train_summary",
     "sub_advantage",
+    "row_weight",
     "max_cmd_tokens",
     "max_obs_tokens",
     "agent_policy",
@@ -199,6 +200,10 @@ class Config:
     sub_advantage: str = "auto"
     """agent: how sub-trajectories get rewards and groups (rltutor.rollout.compaction.SUB_ADVANTAGE_MODES);
     "auto": the mode registered for the critic setting (rltutor.rollout.compaction.resolve_sub_advantage)"""
+    row_weight: bool = False
+    """agent: weight each row's loss so every episode counts once, normalised once over the whole batch
+    (rltutor.rollout.compaction.episode_row_weight, read by rltutor.losses.aggregate); off: each row counts as
+    agg says (an episode of K rows K times), as every run stored before it existed"""
     max_cmd_tokens: int = 24
     """agent: a command is cut after this many tokens"""
     max_obs_tokens: int = 128
@@ -401,14 +406,16 @@ class Config:
     def _fits(self, mode) -> bool:
         """These settings give ``mode`` (a :class:`~rltutor.rollout.compaction.SubAdvantage`) what it needs."""
         needs = all(getattr(self, k) == v for k, v in mode.requires.items())
-        return mode.estimator is not None and needs and (self.critic or not mode.needs_critic)
+        own = mode.estimator is None and self.kl_coef > 0 and self.kl_in_reward  # its advantages skip the KL
+        return needs and not own and (self.critic or not mode.needs_critic)
 
     def _check_sub_advantage(self, mode) -> None:
         fits = ", ".join(n for n, m in SUB_ADVANTAGE_MODES.items() if self._fits(m)) or "none"
-        if mode.estimator is None:
+        if mode.estimator is None and self.kl_coef > 0 and self.kl_in_reward:
             raise ValueError(
-                f"sub_advantage={mode.name!r} gives the advantages themselves (estimator=None), which the trainer "
-                f"does not take yet (it runs Config.estimator on the rewards); pick a mode that fits: {fits}"
+                f"sub_advantage={mode.name!r} gives the advantages themselves (estimator=None), so a KL penalty in "
+                f"the reward would not reach them; use kl_in_reward=False (the KL in the loss), or a mode that "
+                f"fits: {fits}"
             )
         if self._fits(mode):
             return
@@ -416,8 +423,9 @@ class Config:
         got = ", ".join(f"{k}={getattr(self, k)!r}" for k in needs)
         preset = {**{k: getattr(Config, k) for k in needs}, **ALGORITHMS[mode.algo]}
         fix = "".join(f" --set {k}={v}" for k, v in needs.items() if preset[k] != v)
+        feeds = "its own advantages" if mode.estimator is None else mode.estimator.upper()
         raise ValueError(
-            f"sub_advantage={mode.name!r} feeds {mode.estimator.upper()}: it needs "
+            f"sub_advantage={mode.name!r} feeds {feeds}: it needs "
             f"{', '.join(f'{k}={v!r}' for k, v in needs.items())}, got {got}; run it with --algo {mode.algo}{fix}, "
             f"or pick a mode these settings fit: {fits}"
         )

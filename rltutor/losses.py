@@ -109,7 +109,11 @@ def _masked_mean(x: torch.Tensor, m: torch.Tensor, dim: int | None = None) -> to
 
 
 def aggregate(
-    loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", norm: float | None = None
+    loss_mat: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str = "token-mean",
+    norm: float | None = None,
+    row_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Reduce a (B, T) per-token loss to a scalar. The modes differ only in the normalizer.
 
@@ -126,6 +130,13 @@ def aggregate(
     answer is penalized less per token than a short one (the length bias of the Dr.GRPO paper).
     verl's original ``seq-mean-token-sum-norm`` sums over rows instead of averaging; that differs
     by the constant factor B.
+
+    ``row_weight`` (B,), when given, says how much each row counts: (1/B') sum_i w_i l_i, with l_i the row's
+    token mean (``"token-mean"`` and ``"seq-mean-token-mean"`` alike: the weights replace token-mean's own
+    weighting of rows by their length), token sum or token sum / ``norm``. The weights are used as given, never
+    renormalised here: normalise them once over the whole batch (mean 1, as
+    :func:`rltutor.rollout.compaction.episode_row_weight` does, so that every episode counts once), and a
+    minibatch's loss is then an unbiased part of the batch's. None (the default) changes nothing.
 
     ``loss_mat`` must be a floating (B, T) tensor and ``mask`` a 0/1 tensor of its shape. Masked
     entries do not matter, whatever they hold, NaN and inf included: they are selected away with
@@ -145,6 +156,8 @@ def aggregate(
     if norm is not None:
         if isinstance(norm, bool) or not isinstance(norm, int | float) or not 0.0 < norm < math.inf:
             raise ValueError(f"norm must be a finite number > 0 (a token count such as T), got {norm!r}")
+    if row_weight is not None:
+        _check_row_weight(row_weight, loss_mat)
     valid = mask.bool()
     if not torch.isfinite(torch.where(valid, loss_mat.detach(), 0.0)).all():
         bad = (valid & ~torch.isfinite(loss_mat.detach())).nonzero()[0].tolist()
@@ -152,17 +165,37 @@ def aggregate(
             f"loss_mat holds NaN or inf at a valid (mask 1) entry, first at {bad}; check the "
             "upstream loss (masked entries may hold anything)"
         )
-    return _aggregate(loss_mat, mask.to(loss_mat.dtype), mode, norm)
+    return _aggregate(loss_mat, mask.to(loss_mat.dtype), mode, norm, row_weight)
 
 
-def _aggregate(loss_mat: torch.Tensor, m: torch.Tensor, mode: str, norm: float | None = None) -> torch.Tensor:
+def _check_row_weight(row_weight, like: torch.Tensor) -> None:
+    """``row_weight`` must be a finite, non-negative floating (B,) tensor for the (B, T) ``like``."""
+    if not isinstance(row_weight, torch.Tensor) or row_weight.shape != like.shape[:1]:
+        raise ValueError(
+            f"row_weight must be a (B,) torch.Tensor with B = {like.shape[0]} rows, got "
+            f"{type(row_weight).__name__} of shape {tuple(getattr(row_weight, 'shape', ()))}; one weight per row"
+        )
+    if not row_weight.is_floating_point() or not torch.isfinite(row_weight).all() or (row_weight < 0).any():
+        raise ValueError(
+            "row_weight must hold finite floats >= 0 (e.g. rltutor.rollout.compaction.episode_row_weight), "
+            f"got dtype {row_weight.dtype}, min {row_weight.min().item() if row_weight.numel() else 'n/a'}"
+        )
+
+
+def _aggregate(
+    loss_mat: torch.Tensor,
+    m: torch.Tensor,
+    mode: str,
+    norm: float | None = None,
+    row_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
     """:func:`aggregate` on inputs already checked, with ``m`` a float mask."""
-    if mode == "token-mean":
+    if mode == "token-mean" and row_weight is None:
         return _masked_mean(loss_mat, m)
     lengths = m.sum(dim=-1)  # |o_i|
     rows = lengths > 0
     seq_sum = torch.where(m > 0, loss_mat, 0.0).sum(dim=-1)  # sum_t m L, (B,); where: a masked NaN stays out
-    if mode == "seq-mean-token-mean":
+    if mode in ("seq-mean-token-mean", "token-mean"):  # token-mean reaches here only with row weights
         per_seq = seq_sum / lengths.clamp(min=1.0)
     elif mode == "seq-mean-token-sum":
         per_seq = seq_sum
@@ -171,6 +204,8 @@ def _aggregate(loss_mat: torch.Tensor, m: torch.Tensor, mode: str, norm: float |
     n_rows = rows.sum()
     if n_rows == 0:
         raise ValueError("aggregate over an all-zero mask: no row has a valid token")
+    if row_weight is not None:
+        per_seq = per_seq * row_weight.to(per_seq.dtype)  # w_i l_i: the batch-wide weight, not renormalised
     return (per_seq * rows).sum() / n_rows
 
 
@@ -274,6 +309,7 @@ def policy_loss(
     clip_high: float = 0.2,
     dual_clip: float | None = None,
     agg: str | None = "token-mean",
+    row_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """A clipped (or plain) policy-gradient loss by name.
 
@@ -296,6 +332,8 @@ def policy_loss(
         clip_low, clip_high: epsilon below / above 1 (log-space bounds for gmpo).
         dual_clip: None or c > 1 (``"ppo"`` only).
         agg: an aggregation mode of :func:`aggregate`, or None for the (B, T) matrix.
+        row_weight: None, or (B,) per-row weights for :func:`aggregate` (a sequence-level loss such as GMPO
+            then takes the weighted mean over sequences, (1/B') sum_i w_i l_i).
 
     Returns:
         ``(loss, stats)``. ``stats`` holds floats: ``clip_frac`` (fraction of valid tokens where
@@ -314,6 +352,8 @@ def policy_loss(
     check_choice("policy loss kind", kind, POLICY_LOSSES)
     if agg is not None:
         check_choice("aggregation mode", agg, AGG_MODES)
+    if row_weight is not None:
+        _check_row_weight(row_weight, logp)
     # NaN fails every comparison, so a plain `clip_low < 0` test would let it through and clamp()
     # would then silently produce NaN losses: each bound must be a finite, non-bool number.
     clip_low = _check_number("clip_low", clip_low, 0.0, 1.0 if kind != "gmpo" else math.inf)  # 1: no lower bound
@@ -361,9 +401,9 @@ def policy_loss(
         rows = m.sum(-1) > 0
         if not rows.any():
             raise ValueError("policy_loss over an all-zero mask: no row has a valid token")
-        loss = per_seq[rows].mean()
+        loss = per_seq[rows].mean() if row_weight is None else (per_seq * row_weight)[rows].mean()
     else:
-        loss = _aggregate(loss_mat, m, agg)
+        loss = _aggregate(loss_mat, m, agg, row_weight=row_weight)
     if not torch.isfinite(loss.detach()).all() and math.isfinite(stats["ratio_max"]):
         # Finite inputs, finite ratios, yet an infinite loss: the advantages are too large for the dtype.
         a = advantages.detach().abs().max().item()

@@ -26,8 +26,14 @@ One update (:meth:`Trainer.update`), with the paper's symbols:
    a critic return ``returns=None``; the trainer then computes the discounted return-to-go R_t
    itself, for the explained-variance diagnostic and, with ``critic=True``, as the critic's target
    (the KL penalty included when it is in the reward).
+   A batch that carries its own ``"advantages"`` (an agent's sub-advantage mode registered with
+   ``estimator=None``, such as ``ppo_gae_across``: rltutor.rollout.compaction) is not re-estimated: A_t
+   are those, and the critic regresses on the batch's ``"returns"`` (that mode's lambda-return across
+   the compaction boundaries), or, without them, on the return-to-go of its rewards.
    Optional whitening of A over the batch (``norm_adv="batch"``) or per minibatch (``"minibatch"``,
-   CleanRL's choice).
+   CleanRL's choice). A batch's ``"row_weight"`` (B,) (an agent's ``Config.row_weight``: every episode
+   counts once) weighs each row in the policy loss, the entropy bonus and the KL loss
+   (``rltutor.losses.aggregate``); it is normalised once over the whole batch, never per minibatch.
    (optional, on-policy distillation, :mod:`rltutor.distill`) with ``teachers``, each row's teacher scores
    the sampled tokens and A_t <- A_t - beta * (log pi_old(a_t|s_t) - log pi_teacher(a_t|s_t)) per token
    (``opd_coef``, estimator ``opd_kl_kind``); with ``opd_loss``, + c_d * agg(D(pi_theta, pi_teacher)) over
@@ -247,17 +253,20 @@ class Trainer:
             if c.kl_in_reward:
                 rewards = rewards - c.kl_coef * kl  # r_t <- r_t - beta * KL_t
 
-        # 3. Advantages A_t and returns R_t.
+        # 3. Advantages A_t and returns R_t (a sub-advantage mode may have computed both: ppo_gae_across).
         values = batch.get("values")
-        adv, returns = compute_advantages(
-            c.estimator,
-            rewards=rewards,
-            mask=mask,
-            values=values,
-            group_ids=batch["group_ids"],
-            gamma=c.gamma,
-            lam=c.lam,
-        )
+        if "advantages" in batch:
+            adv, returns = batch["advantages"], batch.get("returns")
+        else:
+            adv, returns = compute_advantages(
+                c.estimator,
+                rewards=rewards,
+                mask=mask,
+                values=values,
+                group_ids=batch["group_ids"],
+                gamma=c.gamma,
+                lam=c.lam,
+            )
         if returns is None:
             returns = discounted_returns(rewards, mask, c.gamma)
         if c.norm_adv == "batch":
@@ -315,8 +324,9 @@ class Trainer:
                     clip_high=c.clip_high,
                     dual_clip=c.dual_clip,
                     agg=c.agg,
+                    row_weight=mb.get("row_weight"),  # None: every row as agg says
                 )
-                entropy = aggregate(out["entropy"], m, c.agg)  # H[pi(.|s_t)]
+                entropy = aggregate(out["entropy"], m, c.agg, row_weight=mb.get("row_weight"))  # H[pi(.|s_t)]
                 loss = pl - c.ent_coef * entropy  # L = L_pi - c_ent * H
                 vl = None
                 if self.policy.has_critic:
@@ -329,7 +339,8 @@ class Trainer:
                     )
                     loss = loss + c.vf_coef * vl  # + c_v * 1/2 (V - R)^2
                 if ref_logp is not None and not c.kl_in_reward:
-                    loss = loss + c.kl_coef * aggregate(kl_penalty(out["logp"], ref_logp[idx], c.kl_kind), m, c.agg)
+                    kl_mat = kl_penalty(out["logp"], ref_logp[idx], c.kl_kind)
+                    loss = loss + c.kl_coef * aggregate(kl_mat, m, c.agg, row_weight=mb.get("row_weight"))
                 if scored is not None and c.opd_loss != "none" and (m * scored.valid[idx]).sum() > 0:
                     d = divergence(  # D(pi_theta(.|s_t), pi_teacher(.|s_t)) per state, (b, T)
                         student_logprobs(self.policy, mb), scored.logprobs[idx], c.opd_loss, c.opd_jsd_beta, c.opd_top_k

@@ -8,7 +8,9 @@ many follow: the labs train with an unbounded step budget and stop after ``--upd
 every stored metric but the wall-clock ``time_s``, as written (5 significant digits). Same seed and same
 machine give the same rows; another processor acts like another seed (PyTorch picks its kernels by CPU), so
 a mismatch on another machine is not a bug by itself. Measurements that train nothing (``--snr``) are
-skipped. Exit status 1 when any row differs.
+skipped. Exit status 1 when any row differs. A sub-advantage mode renamed since a file was stored
+(:data:`rltutor.rollout.compaction.RENAMED_SUB_ADVANTAGES`) is read under its new name, in the command and
+in the stored rows alike (the stored files are relabelled; an older copy still checks).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rltutor.rollout.compaction import RENAMED_SUB_ADVANTAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 STORE = ROOT / "rltutor" / "data" / "agents"
 SKIP_COLUMNS = {"time_s"}
@@ -29,7 +33,7 @@ SKIP_COLUMNS = {"time_s"}
 
 def _rerun_args(cmd: str, seed: int, updates: int, out: str) -> list[str] | None:
     """The stored command with one seed, ``updates`` updates, one worker and ``out`` as its output."""
-    argv = shlex.split(cmd)
+    argv = [RENAMED_SUB_ADVANTAGES.get(a, a) for a in shlex.split(cmd)]  # a renamed mode: its new name
     if "--snr" in argv:
         return None
     i = argv.index("-m")
@@ -69,6 +73,8 @@ def check(csv: Path, seed: int, updates: int) -> list[str]:
         subprocess.run(argv, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
         new = pd.read_csv(out)
     old = pd.read_csv(csv)
+    if "sub_advantage" in old:
+        old["sub_advantage"] = old["sub_advantage"].replace(RENAMED_SUB_ADVANTAGES)
     old = old[(old["seed"] == seed) & (old["update"] <= updates)]
     keys = [c for c in ("tasks", "sub_advantage", "context_budget", "algo", "guard", "seed", "update") if c in old]
     cols = [c for c in old.columns if c not in SKIP_COLUMNS and c not in keys]

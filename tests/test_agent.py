@@ -95,7 +95,7 @@ def test_config_checks_the_sub_advantage_against_the_estimator():
     assert "context_budget" not in make_config("ppo").to_dict()  # other runs' config.json is unchanged
 
 
-@pytest.mark.parametrize("algo,sub", [("ppo", "ppo_bootstrap"), ("grpo", "index_groups")])
+@pytest.mark.parametrize("algo,sub", [("ppo", "ppo_bootstrap"), ("ppo", "ppo_gae_across"), ("grpo", "index_groups")])
 def test_tiny_training_run(algo, sub):
     from rltutor.train import Trainer
 

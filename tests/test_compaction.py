@@ -9,6 +9,7 @@ import torch
 from rltutor.advantages import gae, group_advantages
 from rltutor.envs.toolshell import CMD, EOS, OBS, TASK, decode, encode
 from rltutor.rollout.compaction import (
+    MAIN_ARMS,
     SUB_ADVANTAGE_MODES,
     SUB_ADVANTAGES,
     assign_rewards,
@@ -86,7 +87,7 @@ def _last(rewards):
 
 def test_ppo_modes_bootstrap_across_the_boundary_or_not():
     values = torch.arange(28, dtype=torch.float).reshape(7, 4) / 10
-    r, gid = assign_rewards("ppo_no_bootstrap", META, OUTCOME, MASK, values, gamma=0.5)
+    r, gid = assign_rewards("ppo_per_segment", META, OUTCOME, MASK, values, gamma=0.5)
     torch.testing.assert_close(_last(r), torch.tensor([0.0, 1, 0, 0, 0, 1, 1]))
     assert gid.tolist() == [0, 0, 0, 1, 1, 1, 1]
     r, _ = assign_rewards("ppo_bootstrap", META, OUTCOME, MASK, values, gamma=0.5)
@@ -96,14 +97,14 @@ def test_ppo_modes_bootstrap_across_the_boundary_or_not():
         assign_rewards("ppo_bootstrap", META, OUTCOME, MASK, None)
 
 
-def test_slime_grpo_falls_back_to_one_group_when_rows_are_not_prompts_times_g():
-    r, gid = assign_rewards("slime_grpo", META, OUTCOME, MASK, num_tasks=2, group_size=2)
+def test_full_outcome_batch_group_falls_back_to_one_group_when_rows_are_not_prompts_times_g():
+    r, gid = assign_rewards("full_outcome_batch_group", META, OUTCOME, MASK, num_tasks=2, group_size=2)
     torch.testing.assert_close(_last(r), torch.tensor([1.0, 1, 0, 1, 1, 1, 1]))
     assert gid.tolist() == [0] * 7  # 7 rows != 2 x 2: the whole batch is one group
     m4 = META[[0, 2, 3, 6]].clone()
     m4[:, 1] = torch.arange(4)
     m4[:, 2], m4[:, 3] = 0, 1
-    _, gid = assign_rewards("slime_grpo", m4, OUTCOME, MASK[[0, 2, 3, 6]], num_tasks=2, group_size=2)
+    _, gid = assign_rewards("full_outcome_batch_group", m4, OUTCOME, MASK[[0, 2, 3, 6]], num_tasks=2, group_size=2)
     assert gid.tolist() == [0, 0, 1, 1]  # no compaction: groups by task
 
 
@@ -123,14 +124,7 @@ def test_broadcast_split_and_index_groups():
     m = torch.cat([m, torch.tensor([[1, 3, 1, 2]])])
     _, gid = assign_rewards("index_groups", m, torch.tensor([1.0, 0, 1, 0]), torch.cat([MASK, MASK[:1]]))
     assert gid.tolist() == [0, 0, 0, 4, 5, 5, 4, 5]  # task 1: indices 0 and 1 both reached twice
-    assert set(SUB_ADVANTAGES) == {
-        "ppo_bootstrap",
-        "ppo_no_bootstrap",
-        "slime_grpo",
-        "broadcast_grpo",
-        "split_reward",
-        "index_groups",
-    }
+    assert set(SUB_ADVANTAGES) == {*MAIN_ARMS, "split_reward", "index_groups"} and len(MAIN_ARMS) == 6
 
 
 def test_every_registered_mode_runs_as_its_lab_arm_and_is_refused_without_what_it_needs():
@@ -147,7 +141,7 @@ def test_every_registered_mode_runs_as_its_lab_arm_and_is_refused_without_what_i
         cfg = resolve(algo, "toolshell", sets={**base, "sub_advantage": name, **settings})
         assert cfg.sub_advantage == name and all(getattr(cfg, k) == v for k, v in settings.items())
         other = "grpo" if algo == "ppo" else "ppo"
-        if mode.requires:  # the other preset's estimator is not the one this mode feeds
+        if mode.requires or (mode.needs_critic and other == "grpo"):  # the other preset lacks what it needs
             with pytest.raises(ValueError, match=f"sub_advantage='{name}' feeds .* --algo {algo}"):
                 resolve(other, "toolshell", sets={**base, "sub_advantage": name})
         else:  # any estimator will do
@@ -157,7 +151,7 @@ def test_every_registered_mode_runs_as_its_lab_arm_and_is_refused_without_what_i
 
 def test_auto_is_the_registered_default_for_the_critic_setting():
     assert resolve_sub_advantage("auto", critic=True) == "ppo_bootstrap"
-    assert resolve_sub_advantage("auto", critic=False) == "slime_grpo"
+    assert resolve_sub_advantage("auto", critic=False) == "full_outcome_batch_group"
     assert resolve_sub_advantage("split_reward", critic=True) == "split_reward"
     with pytest.raises(ValueError, match="unknown sub_advantage 'fold'; valid: broadcast_grpo"):
         resolve_sub_advantage("fold", critic=True)
@@ -171,7 +165,8 @@ def test_comparable_fraction_follows_each_modes_baseline():
     m4[:, 2], m4[:, 3] = 0, 1
     for meta, mask, want in ((META, MASK, 0.0), (m4, MASK[[0, 2, 3, 6]], 1.0)):
         for name, mode in SUB_ADVANTAGE_MODES.items():
-            _, gid = assign_rewards(name, meta, OUTCOME, mask, torch.zeros_like(mask), 1.0, 2, 2)
+            out = sub_advantage_batch(name, meta, OUTCOME, mask, torch.zeros_like(mask), 1.0, 2, 2, row_weight=True)
+            gid = out["group_ids"]
             got = comparable_fraction(name, gid, meta)
             if mode.baseline == "critic":  # a critic's baseline: no groups to compare within
                 assert math.isnan(got), name
@@ -195,7 +190,8 @@ def _registered(name, fn, **kw):
 def test_a_mode_may_return_the_advantages_themselves():
     """estimator=None: the mode computes the advantages (GAE across a boundary, say); the batch then carries
     them beside the plain outcome rewards. assign_rewards refuses it (its rewards alone would train the wrong
-    thing) and so does Config, until the trainer takes precomputed advantages."""
+    thing); Config takes it (the trainer uses the batch's advantages), but not with a KL penalty in the reward,
+    which would not reach them."""
     from rltutor.config import resolve
 
     def across(b):
@@ -210,8 +206,9 @@ def test_a_mode_may_return_the_advantages_themselves():
         assert out["group_ids"].tolist() == META[:, 0].tolist()
         with pytest.raises(ValueError, match="sub_advantage_batch"):
             assign_rewards("test_across", META, OUTCOME, MASK)
-        with pytest.raises(ValueError, match="'test_across' gives the advantages themselves"):
-            resolve("ppo", "toolshell", sets={"sub_advantage": "test_across"})
+        assert resolve("ppo", "toolshell", sets={"sub_advantage": "test_across"}).sub_advantage == "test_across"
+        with pytest.raises(ValueError, match="'test_across' gives the advantages themselves.*kl_in_reward=False"):
+            resolve("ppo", "toolshell", sets={"sub_advantage": "test_across", "kl_coef": 0.1, "kl_in_reward": True})
     assert "test_across" not in SUB_ADVANTAGE_MODES
 
 
@@ -220,7 +217,7 @@ def test_registering_a_mode_checks_what_it_says():
         """a doc"""
 
     with pytest.raises(ValueError, match="already registered"):
-        register_sub_advantage("slime_grpo", estimator="grpo", algo="grpo")(fn)
+        register_sub_advantage("full_outcome_batch_group", estimator="grpo", algo="grpo")(fn)
     with pytest.raises(ValueError, match="unknown advantage estimator 'gea'"):
         register_sub_advantage("t1", estimator="gea", algo="ppo")(fn)
     with pytest.raises(ValueError, match="needs a docstring"):

@@ -350,3 +350,55 @@ def test_tokens_with_zero_advantage_are_never_counted_as_clipped(kind):
     _, both = policy_loss(logp, old, adv, mask, kind=kind, clip_low=clip, clip_high=clip)
     assert live["clip_frac"] > 0  # the live row is clipped...
     assert both["clip_frac"] == pytest.approx(live["clip_frac"] / 2)  # ...and the dead row adds only tokens
+
+
+# ----------------------------------------------------------------------------------------------
+# row_weight: how much each row counts (the per-episode weight of the compaction chapter)
+# ----------------------------------------------------------------------------------------------
+
+
+def agg_weighted_ref(mat, mask, mode, w, norm=None):
+    """(1/B') sum_i w_i l_i over the rows with a valid token; l_i the row's token mean (token-mean and
+    seq-mean-token-mean alike), token sum, or token sum / norm."""
+    B, T = len(mat), len(mat[0])
+    out, n = 0.0, 0
+    for b in range(B):
+        r = [mat[b][t] for t in range(T) if mask[b][t]]
+        if not r:
+            continue
+        n += 1
+        if mode in ("token-mean", "seq-mean-token-mean"):
+            out += w[b] * sum(r) / len(r)
+        elif mode == "seq-mean-token-sum":
+            out += w[b] * sum(r)
+        else:
+            out += w[b] * sum(r) / (norm or T)
+    return out / n
+
+
+@pytest.mark.parametrize("mode", AGG_MODES)
+@pytest.mark.parametrize("seed", range(4))
+def test_aggregate_with_row_weight_matches_the_loop(mode, seed):
+    _, _, mat, mask = make(B=5, T=6, seed=seed)
+    mask[2] = 0  # a row without a valid token counts nowhere
+    w = torch.rand(5, generator=torch.Generator().manual_seed(seed), dtype=mat.dtype) * 2
+    got = aggregate(mat, mask, mode, row_weight=w)
+    assert got.item() == pytest.approx(agg_weighted_ref(mat.tolist(), mask.tolist(), mode, w.tolist()), rel=1e-9)
+    ones = torch.ones(5, dtype=mat.dtype)  # unit weights: the per-row modes are unchanged
+    if mode != "token-mean":
+        assert aggregate(mat, mask, mode, row_weight=ones).item() == pytest.approx(aggregate(mat, mask, mode).item())
+
+
+def test_policy_loss_passes_row_weight_to_the_reduction_and_gmpo_weighs_sequences():
+    logp, old, adv, mask = make(B=4, T=5, seed=3)
+    w = torch.tensor([0.5, 1.5, 1.0, 1.0], dtype=logp.dtype)
+    for kind in list_policy_losses():
+        mat, _ = policy_loss(logp, old, adv, mask, kind=kind, agg=None)
+        loss, _ = policy_loss(logp, old, adv, mask, kind=kind, agg="seq-mean-token-mean", row_weight=w)
+        if kind == "gmpo":  # a sequence-level loss: the weighted mean over sequences of each row's loss
+            per_seq = mat.sum(1)
+            assert loss.item() == pytest.approx((w * per_seq).mean().item())
+        else:
+            assert loss.item() == pytest.approx(aggregate(mat, mask, "seq-mean-token-mean", row_weight=w).item())
+    with pytest.raises(ValueError, match="row_weight must be a"):
+        policy_loss(logp, old, adv, mask, row_weight=w[:3])

@@ -327,7 +327,7 @@ def _collect_with_meta(col, pol, seed):
 def test_bootstrap_values_only_at_compaction_boundaries():
     pol = _policy(critic=True)
     batch, info, meta = _collect_with_meta(_compacting("ppo_bootstrap"), pol, 2)
-    batch2, _, meta2 = _collect_with_meta(_compacting("ppo_no_bootstrap"), pol, 2)  # same seeds, same episodes
+    batch2, _, meta2 = _collect_with_meta(_compacting("ppo_per_segment"), pol, 2)  # same seeds, same episodes
     assert torch.equal(batch["actions"], batch2["actions"]) and torch.equal(meta, meta2)
     m, r, r2, v = batch["mask"], batch["rewards"], batch2["rewards"], batch["values"]
     k, K = meta[:, 2], meta[:, 3]
@@ -348,17 +348,19 @@ def test_bootstrap_values_only_at_compaction_boundaries():
     assert "critic_ev_boundary" in info["metrics"]
 
 
-def test_slime_grpo_falls_back_to_one_group_when_episodes_split():
-    batch, info = _compacting("slime_grpo").collect(_policy(critic=False), torch.Generator().manual_seed(3))
+def test_full_outcome_batch_group_falls_back_to_one_group_when_episodes_split():
+    batch, info = _compacting("full_outcome_batch_group").collect(
+        _policy(critic=False), torch.Generator().manual_seed(3)
+    )
     assert (batch["group_ids"] == 0).all() and info["metrics"]["comparable_row_frac"] == 0.0
-    wide = _compacting("slime_grpo", budget=4096)
+    wide = _compacting("full_outcome_batch_group", budget=4096)
     batch, info = wide.collect(_policy(critic=False), torch.Generator().manual_seed(3))
     assert batch["group_ids"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert info["metrics"]["comparable_row_frac"] == 1.0 and info["metrics"]["segments_per_episode"] == 1.0
 
 
 def test_no_compaction_ends_an_overflowing_episode():
-    col = _compacting("ppo_no_bootstrap", budget=200, compaction="none")
+    col = _compacting("ppo_per_segment", budget=200, compaction="none")
     _, info = col.collect(_policy(), torch.Generator().manual_seed(0))
     assert info["metrics"]["overflow_rate"] > 0 and info["metrics"]["segments_per_episode"] == 1.0
 
@@ -375,7 +377,7 @@ def test_compaction_needs_a_sub_advantage_mode():
     with pytest.raises(ValueError, match="pass sub_advantage"):
         _collector(lambda: ToolShell(**MIX), context_budget=200, compaction="summary")
     with pytest.raises(ValueError, match="pass context_budget"):
-        _collector(lambda: ToolShell(**MIX), compaction="summary", sub_advantage="slime_grpo")
+        _collector(lambda: ToolShell(**MIX), compaction="summary", sub_advantage="full_outcome_batch_group")
 
 
 def test_compaction_lab_resumes_run_by_run(tmp_path, monkeypatch):
@@ -391,17 +393,17 @@ def test_compaction_lab_resumes_run_by_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(A, "run_agent", tiny)
     kw = dict(budgets=(200,), seeds=(0,), updates=1, workers=1, run_dir=str(tmp_path))
-    df = A.compaction_curves(("slime_grpo",), **kw)
+    df = A.compaction_curves(("full_outcome_batch_group",), **kw)
     assert len(calls) == 1 and len(list(tmp_path.iterdir())) == 1
-    again = A.compaction_curves(("slime_grpo",), **kw)  # read back, not rerun
+    again = A.compaction_curves(("full_outcome_batch_group",), **kw)  # read back, not rerun
     assert len(calls) == 1
     pd.testing.assert_frame_equal(df, again)
-    assert set(df["sub_advantage"]) == {"slime_grpo"} and set(df["context_budget"]) == {200}
+    assert set(df["sub_advantage"]) == {"full_outcome_batch_group"} and set(df["context_budget"]) == {200}
 
 
 def _fake_runs(ppo, grpo, budgets=(256, 4096)):
     rows = []
-    for mode, values in (("ppo_bootstrap", ppo), ("slime_grpo", grpo), ("broadcast_grpo", grpo)):
+    for mode, values in (("ppo_bootstrap", ppo), ("full_outcome_batch_group", grpo), ("broadcast_grpo", grpo)):
         for budget in budgets:
             for seed, v in enumerate(values[budget]):
                 rows.append(
@@ -416,12 +418,12 @@ def test_compaction_verdicts_decide_from_the_intervals():
     ppo = {256: [0.9, 0.8, 0.85, 0.95, 0.9], 4096: [0.5, 0.4, 0.6, 0.5, 0.45]}
     grpo = {256: [0.1, 0.2, 0.15, 0.1, 0.05], 4096: [0.5, 0.45, 0.55, 0.5, 0.4]}
     v = compaction_verdicts(_fake_runs(ppo, grpo), last=1).set_index("contrast")
-    assert v.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "confirmed"
-    assert v.loc["ppo_bootstrap - slime_grpo at 4096 tokens", "verdict"] == "undecided"
-    assert v.loc["(ppo_bootstrap - slime_grpo) at 256 minus at 4096", "verdict"] == "confirmed"
+    assert v.loc["ppo_bootstrap - full_outcome_batch_group at 256 tokens", "verdict"] == "confirmed"
+    assert v.loc["ppo_bootstrap - full_outcome_batch_group at 4096 tokens", "verdict"] == "undecided"
+    assert v.loc["(ppo_bootstrap - full_outcome_batch_group) at 256 minus at 4096", "verdict"] == "confirmed"
     flipped = compaction_verdicts(_fake_runs(grpo, ppo), last=1).set_index("contrast")
-    assert flipped.loc["ppo_bootstrap - slime_grpo at 256 tokens", "verdict"] == "refuted"
-    est = v.loc["ppo_bootstrap - slime_grpo at 256 tokens"]
+    assert flipped.loc["ppo_bootstrap - full_outcome_batch_group at 256 tokens", "verdict"] == "refuted"
+    est = v.loc["ppo_bootstrap - full_outcome_batch_group at 256 tokens"]
     assert est["estimate"] == pytest.approx(0.88 - 0.12)
     assert est["ci_low"] < est["estimate"] < est["ci_high"] and est["seeds"] == "5/5"
     with pytest.raises(ValueError, match="mix guards"):
@@ -489,9 +491,9 @@ def test_snr_of_the_modes_agrees_where_episodes_do_not_split():
     t = sub_advantage_snr(budgets=(4096, 200), batches=3, fit_batches=1).set_index(["context_budget", "sub_advantage"])
     wide, tight = t.loc[4096], t.loc[200]
     assert (wide["segments_per_episode"] == 1).all() and (tight["segments_per_episode"] > 1).all()
-    assert wide.loc["ppo_bootstrap", "snr"] == wide.loc["ppo_no_bootstrap", "snr"]
-    groups = wide.loc[["slime_grpo", "broadcast_grpo", "split_reward", "index_groups"], "snr"]
+    assert wide.loc["ppo_bootstrap", "snr"] == wide.loc["ppo_per_segment", "snr"]
+    groups = wide.loc[["full_outcome_batch_group", "broadcast_grpo", "split_reward", "index_groups"], "snr"]
     assert groups.nunique() == 1 and (wide["snr"] >= 0).all()
-    assert tight.loc["ppo_bootstrap", "snr"] != tight.loc["ppo_no_bootstrap", "snr"]
-    assert tight.loc["slime_grpo", "comparable_row_frac"] == 0.0  # the batch-wide fallback
+    assert tight.loc["ppo_bootstrap", "snr"] != tight.loc["ppo_per_segment", "snr"]
+    assert tight.loc["full_outcome_batch_group", "comparable_row_frac"] == 0.0  # the batch-wide fallback
     assert np.isnan(tight.loc["ppo_bootstrap", "comparable_row_frac"])

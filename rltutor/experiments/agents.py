@@ -35,7 +35,8 @@ Pre-stated tests of the compaction lab, each committed before its runs (date and
 * 2026-12-01 (0d8e231), tests (1)-(3). Per run, the mean of the last 5 updates' ``episode_return`` (also
   ``honest_solve_rate_feasible`` and ``hack_rate``); 5 seeds per headline arm. (1) The reported account,
   "GRPO cannot group uneven sub-trajectories fairly, so a critic is needed": at the tight budget (256
-  tokens, about 5 sub-trajectories per episode), ``ppo_bootstrap`` minus ``slime_grpo`` and minus
+  tokens, about 5 sub-trajectories per episode), ``ppo_bootstrap`` minus ``full_outcome_batch_group`` (then
+  named ``slime_grpo``) and minus
   ``broadcast_grpo``. (2) The same contrasts at 4096 tokens (no compaction), the control: a gap there is not
   compaction's doing. (3) The interaction, contrast (1) minus (2): does compaction cost a GRPO mode more than
   PPO? Each gets a Welch 95% confidence interval; above 0: confirmed; below 0: refuted; holding 0: not
@@ -51,6 +52,11 @@ Pre-stated tests of the compaction lab, each committed before its runs (date and
 * 2026-12-01 (1c0b51a), a rerun, no new test: those first decoy runs used the template decoys; when the
   guard's decoys became a twin task's replies, every decoy run was rerun, and quitting early still won at
   256 tokens: 3 to 5 calls, a return of about -0.3.
+* 2026-12-01, a relabelling, no new test and no rerun: the modes are named for what they do
+  (:data:`rltutor.rollout.compaction.RENAMED_SUB_ADVANTAGES`: ``slime_grpo`` -> ``full_outcome_batch_group``,
+  ``ppo_no_bootstrap`` -> ``ppo_per_segment``; same functions, same numbers). :func:`relabel_stored` rewrote
+  the ``sub_advantage`` column of the stored CSVs and the mode names in their ``.cmd`` files with that mapping;
+  ``scripts/check_stored_runs.py`` reruns the relabelled commands and they reproduce.
 
 * :func:`run_agent` -- one run: a DataFrame per update (hack_rate, solve_rate (honest), episode_return,
   the guard's counters, cut_short_rate, grad_norm, approx_kl, clip_frac...);
@@ -64,6 +70,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import re
 import sys
 import time
 
@@ -84,6 +91,7 @@ __all__ = [
     "hack_curves",
     "compaction_curves",
     "compaction_verdicts",
+    "relabel_stored",
     "sub_advantage_snr",
     "summarize",
     "main",
@@ -171,7 +179,43 @@ SUB_ADVANTAGE_RUNS: dict[str, tuple[str, dict]] = {
 }
 """Per way of assigning an episode's outcome to its sub-trajectories (rltutor.rollout.compaction.SUB_ADVANTAGE_MODES):
 the algorithm it runs under and the settings it needs, as registered (broadcast_grpo: the episode's GRPO
-advantage, copied to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1)."""
+advantage, copied to every turn by the return-to-go of the 'reinforce' estimator at gamma = 1; slime_split:
+row_weight=True)."""
+
+
+def relabel_stored(csv_path: str, mapping: dict[str, str] | None = None) -> int:
+    """Rename sub-advantage modes in a stored run: the ``sub_advantage`` column of ``csv_path`` and the mode
+    names in the ``.cmd`` beside it, by ``mapping`` (default :data:`rltutor.rollout.compaction.RENAMED_SUB_ADVANTAGES`).
+    Every other byte of both files stays as it was (the CSV is rewritten field by field, never re-formatted).
+    Returns the number of CSV rows relabelled; a file without that column is left alone (0)."""
+    import csv
+    import io
+
+    from rltutor.rollout.compaction import RENAMED_SUB_ADVANTAGES
+
+    mapping = RENAMED_SUB_ADVANTAGES if mapping is None else mapping
+    with open(csv_path, newline="") as f:
+        raw = f.read()
+    rows = list(csv.reader(io.StringIO(raw)))
+    if not rows or "sub_advantage" not in rows[0]:
+        return 0
+    col, n = rows[0].index("sub_advantage"), 0
+    for row in rows[1:]:
+        if row[col] in mapping:
+            row[col], n = mapping[row[col]], n + 1
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    if n:
+        with open(csv_path, "w", newline="") as f:
+            f.write(out.getvalue())
+    cmd = os.path.splitext(csv_path)[0] + ".cmd"
+    if os.path.exists(cmd):
+        with open(cmd) as f:
+            text = f.read()
+        names = "|".join(map(re.escape, mapping))
+        with open(cmd, "w") as f:  # whole words only: a mode name inside another name stays
+            f.write(re.sub(rf"(?<![\w-])({names})(?![\w-])", lambda m: mapping[m.group(1)], text))
+    return n
 
 
 def _run_compaction(args: tuple) -> pd.DataFrame:
@@ -199,7 +243,7 @@ def _run_compaction(args: tuple) -> pd.DataFrame:
 
 
 def compaction_curves(
-    modes=("ppo_bootstrap", "slime_grpo", "broadcast_grpo"),
+    modes=("ppo_bootstrap", "full_outcome_batch_group", "broadcast_grpo"),
     budgets=(4096, 256),
     seeds=(0, 1, 2, 3, 4),
     updates: int = 30,
@@ -249,7 +293,7 @@ def compaction_verdicts(
             return None
 
     rows = []
-    for other in ("slime_grpo", "broadcast_grpo"):
+    for other in ("full_outcome_batch_group", "broadcast_grpo"):
         for budget in (tight, loose):
             a, b = arm("ppo_bootstrap", budget), arm(other, budget)
             if a is not None and b is not None and len(a) >= 2 and len(b) >= 2:
@@ -291,8 +335,9 @@ def sub_advantage_snr(
     from rltutor.build import build
     from rltutor.envs.toolshell import ToolShell
     from rltutor.experiments.variance import summarize as grad_summary
+    from rltutor.losses import aggregate
     from rltutor.rollout.agent import AgentCollector
-    from rltutor.rollout.compaction import assign_rewards, comparable_fraction
+    from rltutor.rollout.compaction import comparable_fraction, sub_advantage_batch
     from rltutor.rollout.context import ContextSpec
     from rltutor.rollout.templates import TemplateChooser, outcome_to_go
 
@@ -311,7 +356,7 @@ def sub_advantage_snr(
             num_tasks=n_tasks,
             group_size=G,
             spec=spec,
-            sub_advantage="ppo_no_bootstrap",
+            sub_advantage="ppo_per_segment",
             gamma=gamma,
             turn_cost=base.turn_cost,
         )
@@ -334,14 +379,26 @@ def sub_advantage_snr(
             for b, i in collected:
                 meta, mask = i["meta"], b["mask"]
                 outcome = torch.tensor(i["episode_returns"], dtype=mask.dtype)
-                r, gid = assign_rewards(mode, meta, outcome, mask, b["values"], gamma, n_tasks, G)
                 m = SUB_ADVANTAGE_MODES[mode]  # its estimator, at its registered discount or the run's
-                est, gm = m.estimator, gamma if m.gamma is None else m.gamma
-                adv, _ = compute_advantages(
-                    est, rewards=r, mask=mask, values=b["values"], group_ids=gid, gamma=gm, lam=lam
-                )
+                gm = gamma if m.gamma is None else m.gamma
+                out = sub_advantage_batch(mode, meta, outcome, mask, b["values"], gm, n_tasks, G, lam, m.row_weight)
+                gid = out["group_ids"]
+                adv = out.get("advantages")  # ppo_gae_across computes its own
+                if adv is None:
+                    adv, _ = compute_advantages(
+                        m.estimator,
+                        rewards=out["rewards"],
+                        mask=mask,
+                        values=b["values"],
+                        group_ids=gid,
+                        gamma=gm,
+                        lam=lam,
+                    )
                 logp = policy.evaluate(b)["logp"]
-                surrogate = (adv.detach() * logp * mask).sum() / mask.sum()
+                if "row_weight" in out:  # slime_split: every episode counts once
+                    surrogate = aggregate(adv.detach() * logp, mask, "token-mean", row_weight=out["row_weight"])
+                else:
+                    surrogate = (adv.detach() * logp * mask).sum() / mask.sum()
                 grads.append(torch.cat([x.flatten() for x in torch.autograd.grad(surrogate, params)]))
                 comparable.append(comparable_fraction(mode, gid, meta))
             g = torch.stack(grads)[:, None, :]  # (M, 1, P)

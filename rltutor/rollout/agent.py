@@ -32,9 +32,10 @@ tokens (and on summary tokens if ``train_summary``): tool-token masking, the obs
 trained, and :func:`rltutor.advantages.gae` carries the value and TD error across the masked gaps, so a
 tool output between two commands does not count as time passing; ``logp`` (R, L - 1); ``values`` (R,
 L - 1) with a critic. For both choosers ``rewards`` and ``group_ids`` come from
-:func:`rltutor.rollout.compaction.assign_rewards` under ``sub_advantage`` (the episode's outcome on its
-last trained step), or, with ``sub_advantage=None`` (template chooser, no compaction), each turn's reward
-where it is paid.
+:func:`rltutor.rollout.compaction.sub_advantage_batch` under ``sub_advantage`` (the episode's outcome on its
+last trained step; ``ppo_gae_across`` adds its own ``advantages`` and ``returns``, ``row_weight=True`` a
+per-episode loss weight ``row_weight`` (R,)), or, with ``sub_advantage=None`` (template chooser, no
+compaction), each turn's reward where it is paid.
 
 ``info["metrics"]``: :func:`episode_metrics` (``solve_rate`` honest solves, ``success_rate`` any solve,
 ``hack_rate``, the guard's counters, ``cut_short_rate``, ``timeout_rate``, ``overflow_rate``,
@@ -58,7 +59,7 @@ import torch.nn.functional as F
 
 from rltutor.envs.toolshell.vocab import EOS, PAD
 from rltutor.models.lm_policy import LMPolicy
-from rltutor.rollout.compaction import SUB_ADVANTAGES, assign_rewards
+from rltutor.rollout.compaction import SUB_ADVANTAGES, sub_advantage_batch
 from rltutor.rollout.context import TOOLSHELL_TOKENS, Context, ContextSpec, Episode, Segment, Tokenizer
 from rltutor.utils import check_choice, check_int, check_number
 
@@ -356,9 +357,11 @@ class AgentCollector:
         spec: the context (:class:`~rltutor.rollout.context.ContextSpec`; default ``ContextSpec()``).
         sub_advantage: a name in :data:`~rltutor.rollout.compaction.SUB_ADVANTAGES`: each episode's outcome
             (its return) is assigned to its sub-trajectories by
-            :func:`~rltutor.rollout.compaction.assign_rewards`; ``None`` (a chooser with one step per turn,
+            :func:`~rltutor.rollout.compaction.sub_advantage_batch`; ``None`` (a chooser with one step per turn,
             no compaction): every turn's reward where it is paid, one row per episode.
-        gamma: the bootstrap's discount.
+        gamma: the bootstrap's discount; lam: GAE's lambda, for a mode that computes advantages itself
+            (``ppo_gae_across``); row_weight: add the batch key ``row_weight`` (every episode counts once in the
+            loss; :func:`~rltutor.rollout.compaction.episode_row_weight`).
         turn_cost: reward subtracted on every turn (the price of a tool call), so an episode's return is
             ``R - turn_cost * turns``.
     """
@@ -373,6 +376,8 @@ class AgentCollector:
         sub_advantage: str | None = "ppo_bootstrap",
         gamma: float = 1.0,
         turn_cost: float = 0.0,
+        lam: float = 1.0,
+        row_weight: bool = False,
     ):
         spec = ContextSpec() if spec is None else spec
         if not isinstance(spec, ContextSpec):
@@ -402,6 +407,7 @@ class AgentCollector:
         self.chooser, self.spec = chooser, spec
         self.num_tasks, self.group_size = num_tasks, group_size
         self.sub_advantage, self.gamma = sub_advantage, float(gamma)
+        self.lam, self.row_weight = float(lam), bool(row_weight)
         self.envs = [make_env() for _ in range(num_tasks * group_size)]
 
     def state_dict(self) -> dict:
@@ -457,15 +463,19 @@ class AgentCollector:
         returns = [e.score for e in episodes]
         if self.sub_advantage is not None:
             outcome = torch.tensor(returns, dtype=batch["mask"].dtype, device=device)
-            batch["rewards"], batch["group_ids"] = assign_rewards(
-                self.sub_advantage,
-                meta,
-                outcome,
-                batch["mask"],
-                batch.get("values"),
-                self.gamma,
-                num_tasks=self.num_tasks,
-                group_size=self.group_size,
+            batch.update(  # rewards, group ids (and a mode's own advantages and returns, a row_weight)
+                sub_advantage_batch(
+                    self.sub_advantage,
+                    meta,
+                    outcome,
+                    batch["mask"],
+                    batch.get("values"),
+                    self.gamma,
+                    num_tasks=self.num_tasks,
+                    group_size=self.group_size,
+                    lam=self.lam,
+                    row_weight=self.row_weight,
+                )
             )
         if not policy.has_critic:
             batch.pop("values", None)

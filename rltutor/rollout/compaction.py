@@ -15,12 +15,16 @@ Strategies (:data:`COMPACTIONS`):
   (:func:`summarize`: the file each fact came from and the lines that name a value, a pointer or an
   import), written as one observation ``<obs> notes: ...``. Real systems let the model write the
   summary; here it is scripted, and whether its tokens are trained is a switch
-  (``train_summary``, default off; see :class:`~rltutor.rollout.agent.AgentCollector`).
+  (``train_summary``, default off; see :class:`~rltutor.rollout.agent.AgentCollector`). CompactionRL
+  (arXiv:2607.05378, https://arxiv.org/abs/2607.05378) trains PPO with the summary tokens trained: a PPO mode
+  with ``train_summary=True``.
 
 Then how the advantages of the K sub-trajectories of an episode are assigned: a registry of *modes*
 (:data:`SUB_ADVANTAGE_MODES`, added to with :func:`register_sub_advantage`; :data:`SUB_ADVANTAGES` says
-what each does) and :func:`assign_rewards`, which turn the collected sub-trajectories into the trainer's
-rewards and group ids, so that the one trainer and the registered estimators do the rest.
+what each does, :data:`MAIN_ARMS` names the six of chapter 11's test, each linked to the system whose choice it
+is) and :func:`sub_advantage_batch`, which turns the collected sub-trajectories into the trainer's rewards and
+group ids (or, for ``ppo_gae_across``, its advantages and returns) and, with ``row_weight``, a per-episode loss
+weight, so that the one trainer and the registered estimators do the rest.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rltutor.advantages import ESTIMATORS, group_advantages
+from rltutor.advantages import ESTIMATORS, gae, group_advantages
 from rltutor.envs.toolshell.vocab import CMD, EOS, OBS, decode, encode
 from rltutor.utils import check_choice
 
@@ -39,6 +43,8 @@ __all__ = [
     "COMPACTIONS",
     "SUB_ADVANTAGES",
     "SUB_ADVANTAGE_MODES",
+    "MAIN_ARMS",
+    "RENAMED_SUB_ADVANTAGES",
     "SubAdvantage",
     "SubTrajectories",
     "register_sub_advantage",
@@ -47,6 +53,7 @@ __all__ = [
     "summarize",
     "compact",
     "sub_advantage_batch",
+    "episode_row_weight",
     "assign_rewards",
     "comparable_rows",
     "comparable_fraction",
@@ -131,9 +138,13 @@ def compact(
 #
 # * ``(rewards (R, T), group_ids (R,))`` for the estimator it names (``estimator="gae"``, ``"grpo"``...): the
 #   one trainer then runs that estimator, as for any other batch; or
-# * the advantages (R, T) themselves (``estimator=None``), for a mode no registered estimator can express
-#   (GAE run across a compaction boundary, say). :func:`sub_advantage_batch` then also gives the trainer the
-#   plain outcome rewards, for its critic target and its logged metrics.
+# * the advantages (R, T) themselves, or ``(advantages, returns)`` (``estimator=None``), for a mode no registered
+#   estimator can express (``ppo_gae_across``: GAE run across the compaction boundaries). The trainer then uses
+#   them instead of its estimator, and its critic regresses on the mode's returns (without any: on the plain
+#   outcome's return-to-go, which :func:`sub_advantage_batch` gives as the rewards).
+#
+# A mode registered with ``row_weight=True`` (``slime_split``) also needs a per-episode loss weight: the run must
+# set ``Config.row_weight`` (:func:`episode_row_weight`, read by rltutor.losses.aggregate).
 #
 # Config's checks (rltutor.config), the "auto" choice (:func:`resolve_sub_advantage`), the labs' table of arms
 # and :func:`comparable_fraction` all read the registered facts, never a list of names.
@@ -164,7 +175,7 @@ class SubTrajectories:
     lam: float = 1.0
     """GAE's lambda, for a mode that computes advantages itself"""
     num_tasks: int | None = None
-    """tasks in the batch (``slime_grpo``'s test for its fallback)"""
+    """tasks in the batch (the test of slime's batch-wide fallback)"""
     group_size: int | None = None
     """G, episodes per task"""
 
@@ -205,7 +216,8 @@ class SubAdvantage:
 
     name: str
     fn: Callable[[SubTrajectories], tuple[torch.Tensor, torch.Tensor] | torch.Tensor]
-    """``fn(rows) -> (rewards, group_ids)`` for ``estimator``, or ``-> advantages`` when estimator is None"""
+    """``fn(rows) -> (rewards, group_ids)`` for ``estimator``, or ``-> advantages`` or ``(advantages, returns)``
+    when estimator is None"""
     estimator: str | None
     """the advantage estimator its rewards and groups are made for (rltutor.advantages.ESTIMATORS); None: fn
     returns the advantages"""
@@ -223,16 +235,19 @@ class SubAdvantage:
     auto: bool
     """``sub_advantage="auto"`` picks it for runs whose critic setting equals ``needs_critic``"""
     framework: str | None
-    """the training framework whose choice it reproduces, where the code names one"""
+    """the system whose choice it is, where there is one (its docstring links the source)"""
     what: str
     """what it does, in one line (its function's docstring)"""
+    row_weight: bool = False
+    """its loss counts each episode once: the run must set ``Config.row_weight`` (:func:`episode_row_weight`)"""
 
     @property
     def requires(self) -> dict:
-        """The Config settings a run of this mode must have (empty: any estimator will do)."""
+        """The Config settings a run of this mode must have (empty: any settings will do)."""
+        out = {"row_weight": True} if self.row_weight else {}
         if self.any_estimator or self.estimator is None:
-            return {}
-        return {"estimator": self.estimator, **({} if self.gamma is None else {"gamma": self.gamma})}
+            return out
+        return {"estimator": self.estimator, **({} if self.gamma is None else {"gamma": self.gamma}), **out}
 
 
 SUB_ADVANTAGE_MODES: dict[str, SubAdvantage] = {}
@@ -253,6 +268,7 @@ def register_sub_advantage(
     baseline: str = "groups",
     auto: bool = False,
     framework: str | None = None,
+    row_weight: bool = False,
 ):
     """Register ``fn(rows: SubTrajectories)`` as the sub-advantage mode ``name`` (see :class:`SubAdvantage` for
     the arguments). ``fn``'s docstring, first paragraph, says what it does: it becomes ``SUB_ADVANTAGES[name]``.
@@ -270,7 +286,7 @@ def register_sub_advantage(
         if not what:
             raise ValueError(f"sub-advantage mode {name!r}: its function needs a docstring saying what it does")
         SUB_ADVANTAGE_MODES[name] = SubAdvantage(
-            name, fn, estimator, gamma, any_estimator, needs_critic, baseline, algo, auto, framework, what
+            name, fn, estimator, gamma, any_estimator, needs_critic, baseline, algo, auto, framework, what, row_weight
         )
         SUB_ADVANTAGES[name] = what
         return fn
@@ -291,12 +307,56 @@ def _first_valid(mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask > 0, pos, T).min(1).values
 
 
+# The main test's six arms (chapter 11; :data:`MAIN_ARMS`), each named for what it does and linked to the system
+# whose choice it is. Three need a critic and differ only at a compaction boundary: what the last generated token
+# of row k sees of the rows after it.
+@register_sub_advantage(
+    "ppo_gae_across", estimator=None, algo="ppo", needs_critic=True, baseline="critic", framework="MEM1"
+)
+def _ppo_gae_across(b: SubTrajectories):
+    """GAE over the episode's generated steps in order, across the compaction boundaries: the lambda-tail of
+    row k+1 flows into row k, each row keeping its own tokens (needs a critic); its critic regresses on the
+    same episode-long lambda-return
+
+    What MEM1 trains: it stitches an episode's sub-trajectories into one sequence under a 2-D attention mask
+    and runs PPO with GAE over it (Zhou et al., *MEM1*, arXiv:2506.15841, https://arxiv.org/abs/2506.15841).
+    Here the rows stay apart and GAE runs on their generated steps concatenated in order (the carried-over
+    context is mask 0, so it is not a step), which gives the same numbers: with s' the first generated step
+    of row k+1, delta = gamma V(s') - V(s) at row k's last step, and A = delta + gamma lam A(s'). Returns
+    ``(advantages, returns)``, returns = A + V, the lambda-return the critic regresses on."""
+    if b.values is None:
+        raise ValueError("sub_advantage='ppo_gae_across' needs critic values; use a critic or 'ppo_per_segment'")
+    R, T = b.mask.shape
+    E = len(b.outcome)
+    valid = b.mask > 0
+    n = valid.sum(1)  # (R,) generated steps per row
+    start = torch.cumsum(n, 0) - n  # (R,) the row's first step, counted over the batch
+    ep_start = torch.zeros(E, dtype=torch.long, device=n.device).index_put((b.episode[b.k == 0],), start[b.k == 0])
+    j = (start - ep_start[b.episode])[:, None] + torch.cumsum(valid.long(), 1) - 1  # (R, T) place in the episode
+    steps = torch.zeros(E, dtype=torch.long, device=n.device).index_add_(0, b.episode, n)  # (E,) steps per episode
+    ep, pos = b.episode[:, None].expand(R, T)[valid], j[valid]  # (N,) each generated step's episode and place
+    L = int(steps.max())
+    values = torch.zeros(E, L, dtype=b.mask.dtype, device=b.mask.device)  # (E, L) the concatenated episodes
+    mask = torch.zeros_like(values)
+    values[ep, pos], mask[ep, pos] = b.values[valid].to(values.dtype), 1.0
+    rewards = torch.zeros_like(values)
+    rewards[torch.arange(E, device=values.device), steps - 1] = b.outcome.to(values.dtype)  # r on the last step
+    adv_e, ret_e = gae(rewards, values, mask, b.gamma, b.lam)  # (E, L) GAE on the concatenated episode
+    advantages, returns = torch.zeros_like(b.mask), torch.zeros_like(b.mask)
+    advantages[valid], returns[valid] = adv_e[ep, pos], ret_e[ep, pos]
+    return advantages, returns
+
+
 @register_sub_advantage("ppo_bootstrap", estimator="gae", algo="ppo", needs_critic=True, baseline="critic", auto=True)
 def _ppo_bootstrap(b: SubTrajectories):
     """GAE per sub-trajectory; the last reward of a compacted row gets gamma * V(first state of the next
-    sub-trajectory) (needs a critic)"""
+    sub-trajectory), the lambda-tail after it dropped (needs a critic)
+
+    The book's reading of "a critic bootstraps across the boundary": a boundary is treated like a time-limit
+    cut. It differs from ``ppo_gae_across`` only by the tail: delta at a row's last step is the same, but
+    A there is delta alone, so an earlier row sees what follows only through V."""
     if b.values is None:
-        raise ValueError("sub_advantage='ppo_bootstrap' needs critic values; use a critic or 'ppo_no_bootstrap'")
+        raise ValueError("sub_advantage='ppo_bootstrap' needs critic values; use a critic or 'ppo_per_segment'")
     R, T = b.mask.shape
     nxt = (torch.arange(R, device=b.mask.device) + 1).clamp(max=R - 1)  # the next row: the episode's next piece
     v_next = b.values[nxt, _first_valid(b.mask)[nxt].clamp(max=T - 1)]  # V(compacted state)
@@ -304,46 +364,96 @@ def _ppo_bootstrap(b: SubTrajectories):
     return b.on_last(r_last), b.task.clone()
 
 
-@register_sub_advantage("ppo_no_bootstrap", estimator="gae", algo="ppo", baseline="critic", framework="slime")
-def _ppo_no_bootstrap(b: SubTrajectories):
-    """GAE per sub-trajectory; the value after a compaction boundary is 0 (slime's PPO path)"""
+@register_sub_advantage("ppo_per_segment", estimator="gae", algo="ppo", baseline="critic", framework="verl")
+def _ppo_per_segment(b: SubTrajectories):
+    """GAE per sub-trajectory; the value after a compaction boundary is 0 and only the last row carries the
+    outcome (renamed from ``ppo_no_bootstrap``)
+
+    Each segment is its own episode to GAE. verl's multi-trajectory agent loop also computes GAE per
+    sub-trajectory, but gives every sub-trajectory the shared reward
+    (https://verl.readthedocs.io/en/latest/advance/agent_loop.html; context compression there is still an
+    open RFC, https://github.com/volcengine/verl/issues/5375). An earlier edition called this "slime's PPO
+    path"; slime's segments carry whatever reward its generator assigns (the documented one is r/K:
+    ``slime_split``)."""
     return b.on_last(torch.where(b.final, b.r_out, 0.0)), b.task.clone()
 
 
-# The group modes below give rewards and groups that any estimator reads: GRPO's family over the groups, as
-# their lab arm runs them, or a critic-free return-to-go (what "auto" gives ``--algo reinforce``).
-@register_sub_advantage(
-    "slime_grpo", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True, auto=True, framework="slime"
-)
-def _slime_grpo(b: SubTrajectories):
-    """every sub-trajectory gets the episode's outcome reward; groups by task when rows == tasks x G, else
-    the whole batch is one group (slime's fallback)"""
-    group_ids = b.task.clone()
+# The critic-free arms give rewards and groups that any estimator reads: GRPO's family over the groups, as their
+# lab arm runs them, or a critic-free return-to-go (what "auto" gives ``--algo reinforce``).
+def _slime_groups(b: SubTrajectories) -> torch.Tensor:
+    """slime's groups: by task when the rows are tasks x G, else one batch-wide group (its fallback)."""
     if b.num_tasks is None or b.group_size is None or len(b.mask) != b.num_tasks * b.group_size:
-        group_ids = torch.zeros_like(b.task)  # slime: rows are not prompts x G, so one batch-wide group
-    return b.on_last(b.r_out), group_ids
+        return torch.zeros_like(b.task)  # rows are not prompts x G: one batch-wide group
+    return b.task.clone()
 
 
-@register_sub_advantage("broadcast_grpo", estimator="reinforce", algo="grpo", gamma=1.0, baseline="episodes")
+@register_sub_advantage(
+    "slime_split", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True, row_weight=True, framework="slime"
+)
+def _slime_split(b: SubTrajectories):
+    """each of an episode's K sub-trajectories gets outcome / K; groups by task when rows == tasks x G, else one
+    batch-wide group; the loss counts each episode once (row_weight)
+
+    slime as documented: a compacted rollout becomes K samples sharing a ``rollout_id``, the reward is split
+    as r/K across them, and the per-rollout-mean loss reducer (``rollout_mask_sums``) counts the trajectory
+    once (https://github.com/THUDM/slime/blob/main/examples/coding_agent_rl/README.md, "Fan-out Semantics");
+    group normalisation falls back to one batch-wide group when sample counts are uneven
+    (``_post_process_rewards`` in https://github.com/THUDM/slime/blob/main/slime/ray/rollout.py). The
+    reducer is :func:`episode_row_weight` (``row_weight=True``, which this mode requires)."""
+    return b.on_last(b.r_out / b.K.to(b.mask.dtype)), _slime_groups(b)  # r = outcome / K
+
+
+@register_sub_advantage(
+    "full_outcome_batch_group", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True, auto=True
+)
+def _full_outcome_batch_group(b: SubTrajectories):
+    """every sub-trajectory gets the episode's full outcome reward; groups by task when rows == tasks x G, else
+    the whole batch is one group (renamed from ``slime_grpo``)
+
+    slime's batch-wide fallback (``_post_process_rewards`` in
+    https://github.com/THUDM/slime/blob/main/slime/ray/rollout.py) without its r/K split or its per-rollout
+    reducer: each row is a sample with the whole outcome and a per-row loss, so an episode of K rows weighs K
+    times. An earlier edition called it slime's; slime documents ``slime_split``."""
+    return b.on_last(b.r_out), _slime_groups(b)
+
+
+@register_sub_advantage(
+    "broadcast_grpo",
+    estimator="reinforce",
+    algo="grpo",
+    gamma=1.0,
+    baseline="episodes",
+    framework="SkyRL, ReSum",
+)
 def _broadcast_grpo(b: SubTrajectories):
     """the episode's group advantage (GRPO over its G episodes) on every sub-trajectory (use with
-    estimator='reinforce', gamma=1: the return-to-go is that advantage)"""
+    estimator='reinforce', gamma=1: the return-to-go is that advantage)
+
+    SkyRL's ``step_wise_trajectories`` computes the advantage on an episode's final step and copies it to every
+    earlier step (https://github.com/NovaSky-AI/SkyRL); ReSum-GRPO does the same for the segments of a
+    summarised search episode (Wu et al., *ReSum*, arXiv:2509.13313). Groups are whole episodes of one task,
+    fair by construction; what is left is per-call credit: one number for every row of an episode."""
     E = len(b.outcome)
     ep_task = torch.zeros(E, dtype=torch.long, device=b.mask.device).index_put((b.episode,), b.task)  # (E,)
     a = group_advantages(b.outcome.to(b.mask.dtype), ep_task, "grpo")  # (E,) the episodes' GRPO advantages
     return b.on_last(a[b.episode]), b.task.clone()
 
 
+# Labelled variants, outside the main test.
 @register_sub_advantage("split_reward", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True)
 def _split_reward(b: SubTrajectories):
-    """each of an episode's K sub-trajectories gets outcome / K; groups by task"""
+    """each of an episode's K sub-trajectories gets outcome / K; groups by task; a per-row loss (a variant:
+    ``slime_split`` subsumes it)
+
+    slime's r/K without its batch-wide fallback or its per-rollout reducer; kept because stored runs
+    (``rltutor/data/agents/compaction_other.csv``) use it."""
     return b.on_last(b.r_out / b.K.to(b.mask.dtype)), b.task.clone()  # r = outcome / K
 
 
 @register_sub_advantage("index_groups", estimator="grpo", algo="grpo", gamma=1.0, any_estimator=True)
 def _index_groups(b: SubTrajectories):
     """every sub-trajectory gets the outcome; groups by (task, sub-trajectory index), an index reached by
-    fewer than 2 episodes joins the last index reached by at least 2"""
+    fewer than 2 episodes joins the last index reached by at least 2 (a variant, no framework's choice)"""
     task, k = b.task, b.k
     k_eff = k.clone()
     for t in task.unique().tolist():
@@ -354,6 +464,36 @@ def _index_groups(b: SubTrajectories):
     return b.on_last(b.r_out), task * (int(b.K.max()) + 1) + k_eff
 
 
+MAIN_ARMS = (
+    "slime_split",
+    "full_outcome_batch_group",
+    "broadcast_grpo",
+    "ppo_gae_across",
+    "ppo_bootstrap",
+    "ppo_per_segment",
+)
+"""The six arms of the compaction test (issue 22), each a registered mode; ``split_reward`` and ``index_groups``
+are labelled variants outside it."""
+
+RENAMED_SUB_ADVANTAGES = {"slime_grpo": "full_outcome_batch_group", "ppo_no_bootstrap": "ppo_per_segment"}
+"""Old mode names -> new (2026-12-01): the modes are named for what they do. Same functions, same numbers; the
+stored runs' CSVs and commands were relabelled with this mapping (rltutor.experiments.agents.relabel_stored)."""
+
+
+def episode_row_weight(meta: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(R,) per-row loss weights that count every episode once: w_i = (R / E) * n_i / N_e, with n_i the generated
+    tokens of row i, N_e those of its episode e and E the episodes in the batch.
+
+    Normalised once over the whole batch (mean 1 over its R rows; every episode's rows sum to R / E), never per
+    minibatch: :func:`rltutor.losses.aggregate` multiplies each row's token mean by w_i and averages over rows,
+    so under it an episode's loss is the mean over all its generated tokens, and the batch's loss the mean over
+    episodes (slime's per-rollout reducer). ``meta``: (R, 4) ``(task, episode, k, K)``; ``mask``: (R, T)."""
+    n = (mask > 0).sum(1).to(mask.dtype)  # (R,) n_i
+    episodes, inv = meta[:, 1].unique(return_inverse=True)
+    N = torch.zeros(len(episodes), dtype=mask.dtype, device=mask.device).index_add_(0, inv, n)  # (E,) N_e
+    return (len(n) / len(episodes)) * n / N[inv]
+
+
 # ----------------------------------------------------------------------------------------------
 # Entry points
 # ----------------------------------------------------------------------------------------------
@@ -361,7 +501,13 @@ def _index_groups(b: SubTrajectories):
 
 def resolve_sub_advantage(name: str, critic: bool) -> str:
     """``name``, or for ``"auto"`` the mode registered with ``auto=True`` for this critic setting (today
-    ppo_bootstrap with a critic, slime_grpo without)."""
+    ppo_bootstrap with a critic, full_outcome_batch_group without). A renamed mode's old name is refused with
+    its new one (:data:`RENAMED_SUB_ADVANTAGES`)."""
+    if name in RENAMED_SUB_ADVANTAGES:
+        raise ValueError(
+            f"sub_advantage {name!r} was renamed {RENAMED_SUB_ADVANTAGES[name]!r} (the same mode, named for what "
+            "it does); use the new name"
+        )
     if name != "auto":
         return check_choice("sub_advantage", name, SUB_ADVANTAGE_MODES)
     picks = [n for n, m in SUB_ADVANTAGE_MODES.items() if m.auto and m.needs_critic == bool(critic)]
@@ -380,28 +526,39 @@ def sub_advantage_batch(
     num_tasks: int | None = None,
     group_size: int | None = None,
     lam: float = 1.0,
+    row_weight: bool = False,
 ) -> dict[str, torch.Tensor]:
     """The batch keys ``mode`` gives the trainer for R sub-trajectory rows (arguments: :class:`SubTrajectories`).
 
     Always ``"rewards"`` (R, T) and ``"group_ids"`` (R,). A mode registered with ``estimator=None`` also gives
-    ``"advantages"`` (R, T), meant to be used as they are instead of the run's estimator; its ``"rewards"`` are
-    then the plain outcome on each episode's last row (for the critic's target and the logged metrics) and its
-    groups the tasks. Every reward sits on a row's last generated token.
+    ``"advantages"`` (R, T), which the trainer uses as they are instead of the run's estimator, and, when the
+    mode returns them, ``"returns"`` (R, T), its critic's target; its ``"rewards"`` are then the plain outcome
+    on each episode's last row (the critic's target when there are no returns, and the logged metrics) and its
+    groups the tasks. Every reward sits on a row's last generated token. With ``row_weight`` (a mode registered
+    with ``row_weight=True`` needs it) also ``"row_weight"`` (R,), :func:`episode_row_weight`.
     """
     check_choice("sub_advantage", mode, SUB_ADVANTAGE_MODES)
     rows = SubTrajectories(meta, outcome, mask, values, gamma, lam, num_tasks, group_size)
     if (_last_valid(mask) < 0).any():
         raise ValueError("every row needs at least one generated token (mask 1)")
     m = SUB_ADVANTAGE_MODES[mode]
+    if m.row_weight and not row_weight:
+        raise ValueError(f"sub_advantage={mode!r} counts each episode once: pass row_weight=True (Config.row_weight)")
+    extra = {"row_weight": episode_row_weight(meta, mask)} if row_weight else {}
     if m.estimator is not None:
         rewards, group_ids = m.fn(rows)
-        return {"rewards": rewards, "group_ids": group_ids}
-    advantages = m.fn(rows)
-    return {
+        return {"rewards": rewards, "group_ids": group_ids, **extra}
+    out = m.fn(rows)
+    advantages, returns = out if isinstance(out, tuple) else (out, None)
+    batch = {
         "advantages": advantages * mask,
         "rewards": rows.on_last(torch.where(rows.final, rows.r_out, 0.0)),
         "group_ids": rows.task.clone(),
+        **extra,
     }
+    if returns is not None:
+        batch["returns"] = returns * mask
+    return batch
 
 
 def assign_rewards(
@@ -424,10 +581,12 @@ def assign_rewards(
         mask: (R, T) 0/1, the generated (trained) tokens of each row; every row has at least one.
         values: (R, T) V(s_t) at collection (``ppo_bootstrap`` reads the next row's first one).
         gamma: the discount of the bootstrap.
-        num_tasks, group_size: the batch's tasks and G (``slime_grpo``'s test for its fallback).
+        num_tasks, group_size: the batch's tasks and G (the test of slime's batch-wide fallback).
 
     Every reward sits on a row's last generated token. A mode that gives advantages directly is refused here
-    (its rewards alone would train the wrong thing): use :func:`sub_advantage_batch`.
+    (its rewards alone would train the wrong thing): use :func:`sub_advantage_batch`. A mode whose loss counts
+    each episode once (``slime_split``) gets its rewards and groups here; its loss weight is
+    :func:`episode_row_weight` (``sub_advantage_batch(..., row_weight=True)``).
     """
     m = SUB_ADVANTAGE_MODES.get(mode)
     if m is not None and m.estimator is None:
@@ -435,7 +594,8 @@ def assign_rewards(
             f"sub_advantage={mode!r} gives the advantages themselves (estimator=None), not rewards for an "
             "estimator; call rltutor.rollout.compaction.sub_advantage_batch and use its 'advantages'"
         )
-    out = sub_advantage_batch(mode, meta, outcome, mask, values, gamma, num_tasks, group_size)
+    row_weight = m is not None and m.row_weight
+    out = sub_advantage_batch(mode, meta, outcome, mask, values, gamma, num_tasks, group_size, row_weight=row_weight)
     return out["rewards"], out["group_ids"]
 
 

@@ -1,1 +1,1 @@
-python -m rltutor.experiments.agents --sub-advantages ppo_bootstrap slime_grpo broadcast_grpo --guards decoy --turn-cost 0 --budgets 4096 256 --seeds 0 1 2 3 4 --updates 30 --workers 2 --out rltutor/data/agents/compaction_decoy_nocost.csv
+python -m rltutor.experiments.agents --sub-advantages ppo_bootstrap full_outcome_batch_group broadcast_grpo --guards decoy --turn-cost 0 --budgets 4096 256 --seeds 0 1 2 3 4 --updates 30 --workers 2 --out rltutor/data/agents/compaction_decoy_nocost.csv
