@@ -306,6 +306,7 @@ def test_every_exercise_has_a_collapsed_solution(path):
     at = [i for i, s in enumerate(sources) if "## Exercises" in s]
     assert at, f"{path.name}: no '## Exercises' section"
     text = sources[at[-1]].split("## Exercises", 1)[1]
+    text += "".join(s for s in sources[at[-1] + 1 :] if s.startswith("### Implement it"))  # the graded ones
     numbers = [int(n) for n in re.findall(r"^(\d+)\. ", text, re.M)]
     after = "\n".join(sources[at[-1] + 1 :])
     dropdowns = re.findall(r"```\{admonition\} Solution to exercise (\d+)\n:class: dropdown", after)
@@ -323,12 +324,18 @@ def test_graded_exercises_call_check(chapter):
         calls = [s for s in code if f'exercises.check("{name}"' in s]
         assert calls, f"{path.name}: no cell calls exercises.check({name!r}, ...)"
     hidden = [c for c in _cells(path) if "hide-input" in c.get("metadata", {}).get("tags", [])]
-    assert len(hidden) >= len(GRADED[chapter]), f"{path.name}: the reference solutions must be hidden (tag hide-input)"
+    assert hidden, f"{path.name}: the reference solutions must be in a hidden cell (tag hide-input)"
+    folded = [
+        c
+        for c in _cells(path)
+        if "show_source" in "".join(c["source"]) and "hide-output" in c.get("metadata", {}).get("tags", [])
+    ]
+    assert folded, f"{path.name}: the package's source of what the exercise asks for must be folded (tag hide-output)"
 
 
 @pytest.mark.book
-def test_solutions_are_collapsed(request):
-    """In the rendered book each chapter's solutions are dropdowns, closed until clicked."""
+def test_solutions_are_collapsed():
+    """In the rendered book each chapter's solutions are togglebutton dropdowns (closed until clicked)."""
     value = os.environ.get("RLTUTOR_BOOK_HTML")
     if not value:
         pytest.fail("RLTUTOR_BOOK_HTML is not set; build the book first (bash scripts/book.sh)")
@@ -337,7 +344,9 @@ def test_solutions_are_collapsed(request):
     for path in CHAPTERS:
         page = Path(value) / "notebooks" / f"{path.stem}.html"
         soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-        drops = [d for d in soup.select("details.dropdown, div.dropdown") if "Solution to exercise" in d.get_text()]
-        assert drops, f"{page}: no collapsed solution"
-        opened = [d for d in drops if d.name == "details" and d.has_attr("open")]
-        assert not opened, f"{page}: a solution is open by default"
+        drops = [d for d in soup.select("div.dropdown.admonition") if "Solution to exercise" in d.get_text()]
+        assert drops, f"{page}: no collapsed solution (a div.dropdown.admonition titled 'Solution to exercise N')"
+        scripts = [s.get("src", "") for s in soup.find_all("script")]
+        assert any("togglebutton" in s for s in scripts), (
+            f"{page}: the togglebutton script that collapses them is missing"
+        )
