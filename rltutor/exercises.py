@@ -303,7 +303,7 @@ def _gae_masked_invariance(fn, x):
             a,
             b,
             "changing rewards and values only where mask = 0 changed the advantages: masked steps must not count",
-            inputs={**y, "(first call had the garbage of the case before)": "rewards 7.0, values -5.0 at mask 0"},
+            inputs={**y, "note": "the first call had rewards 7.0 and values -5.0 where mask is 0"},
         )
 
 
