@@ -542,23 +542,40 @@ def slope_verdicts(df: pd.DataFrame, metric: str = "episode_return", last: int =
 
 
 def pilot(arms, Ks=(1, 4, 16), seeds=(0, 1), updates: int = 4, out: str | None = None, critic_batches: int = 8) -> dict:
-    """The pilot (never counted): every (arm, K, seed) for ``updates`` updates, timed; the K distribution of the
-    cloned policy, the warm critic's boundary explained variance within ``critic_batches`` batches and the
-    perfect-credit gain per K; and, from the pilot's sd, the seeds the slope test would need at its delta."""
+    """The pilot (never counted): the K distribution of the cloned policy, the perfect-credit gain and the warm
+    critic's boundary explained variance within ``critic_batches`` batches, per K; then every (arm, K, seed) for
+    ``updates`` updates, timed; and, from the pilot's sd, the seeds the slope test would need at its delta. With
+    ``out``, each piece is written beside it (``OUT.k_distribution.csv``...) as soon as it is done, the runs
+    into ``OUT.runs/``, so an interrupted pilot keeps what it measured."""
     t0 = time.perf_counter()
-    run_dir = os.path.splitext(out)[0] + ".runs" if out else None
-    df = credit_curves(arms, Ks, seeds, updates, workers=1, run_dir=run_dir)
-    summary = {"runs": df.groupby(["arm", "K", "seed"])["time_s"].max().reset_index()}
-    kd = pd.concat([k_distribution(K, seeds[0], batches=2) for K in Ks], ignore_index=True)
-    summary["k_distribution"] = kd
+    base = os.path.splitext(out)[0] if out else None
+    summary: dict = {}
+
+    def keep(key, frame):
+        summary[key] = frame
+        if base:
+            frame.to_csv(f"{base}.{key}.csv", index=False, float_format="%.5g")
+
+    keep("k_distribution", pd.concat([k_distribution(K, seeds[0], batches=2) for K in Ks], ignore_index=True))
+    keep("structure", pd.DataFrame([credit_structure(K, seeds[0], batches=2) for K in Ks]))
     crit = []
     for K in Ks:
+        t1 = time.perf_counter()
         _, ev_b, ev_all, hist = warm_critic(K, seeds[0], max_batches=critic_batches)
-        crit.append({"K": K, "ev_boundary": ev_b, "ev_all": ev_all, "batches": int(hist["batches"].max())})
-    summary["critic"] = pd.DataFrame(crit)
-    summary["structure"] = pd.DataFrame([credit_structure(K, seeds[0], batches=2) for K in Ks])
-    first_last = df.groupby(["arm", "K", "seed"])["episode_return"].agg(["first", "last"]).reset_index()
-    summary["learning"] = first_last
+        crit.append(
+            {
+                "K": K,
+                "ev_boundary": ev_b,
+                "ev_all": ev_all,
+                "batches": int(hist["batches"].max()),
+                "ev_boundary_start": float(hist["ev_boundary"].iloc[0]),
+                "time_s": time.perf_counter() - t1,
+            }
+        )
+        keep("critic", pd.DataFrame(crit))
+    df = credit_curves(arms, Ks, seeds, updates, workers=1, run_dir=f"{base}.runs" if base else None)
+    keep("runs", df.groupby(["arm", "K", "seed"])[["build_s", "time_s"]].max().reset_index())
+    keep("learning", df.groupby(["arm", "K", "seed"])["episode_return"].agg(["first", "last"]).reset_index())
     sd = df[df["update"] == df["update"].max()].groupby(["arm", "K"])["episode_return"].std().mean()
     summary["seeds_needed"] = seeds_for_power(float(sd) if sd == sd and sd > 0 else 0.2, 0.10, tests=3)
     summary["wall_s"] = time.perf_counter() - t0
@@ -587,9 +604,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.pilot:
         s = pilot(arms, tuple(args.Ks), tuple(args.seeds), args.updates, args.out)
         store_records(s["curves"], args.out, "rltutor.experiments.credit", argv)
-        base = os.path.splitext(args.out)[0]
-        for key in ("k_distribution", "critic", "structure", "learning", "runs"):
-            s[key].to_csv(f"{base}.{key}.csv", index=False, float_format="%.5g")
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             for key in ("runs", "learning", "critic", "structure"):
                 print(f"--- {key}\n{s[key].round(4).to_string(index=False)}")

@@ -10,7 +10,7 @@ import re
 from rltutor.envs.toolshell.forks import ForkLocks
 from rltutor.envs.toolshell.fs import FileSystem
 from rltutor.envs.toolshell.shell import Shell, first_word
-from rltutor.envs.toolshell.tasks import HIDDEN_TEST, TASK_KINDS, Task, generate_task, network
+from rltutor.envs.toolshell.tasks import HIDDEN_TEST, KINDS, TASK_KINDS, Task, generate_task, network
 from rltutor.utils import check_choice, check_int
 
 TRUNCATION_MARKER = "...[truncated {} chars]"
@@ -79,7 +79,12 @@ class ToolShell:
         self.max_output_chars = _knob("max_output_chars", max_output_chars, 16, 10**7, "max_output_chars=400")
         self.max_command_chars = _knob("max_command_chars", max_command_chars, 1, 10**7, "max_command_chars=2000")
         self.distractors = _knob("distractors", distractors, 0, 40, "distractors=3")
-        self.kind = check_choice("toolshell kind", kind, TASK_KINDS)
+        if kind not in TASK_KINDS:
+            raise ValueError(
+                f"unknown toolshell kind {kind!r}; valid: {', '.join(KINDS)}, or 'forks' (one-way forks, "
+                "rltutor.envs.toolshell.forks)"
+            )
+        self.kind = kind
         self.hints = bool(hints)
         self.seed = _knob("seed", seed, 0, 2**63, "seed=0")
         self._rng = random.Random(seed)
