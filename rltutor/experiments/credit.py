@@ -57,6 +57,19 @@ Pre-registration (dated; the test is fixed before its runs)
   episode in ten, about what one fork at p = 0.9 costs, the smallest change that would alter what the chapter
   recommends. n from the pilot's sd by :func:`rltutor.experiments.stats.seeds_for_power` (at least 12 unless
   it says fewer suffice), within the budget of about 6 CPU-hours.
+* 2026-12-01, the pilot (``rltutor/data/agents/credit_pilot.*``, never counted; its command in
+  ``credit_pilot.command``): stopped by its 20-minute limit after 5 ppo_bootstrap runs of 3 updates (a shared
+  2-core EPYC at load ~10: about 8-12 s per update, 65-85 s per uncached warm start). Rows per episode from the
+  cloned policy: always 1 at K = 1; 1-9 (mostly 1, 2 or 4) at K = 4; 4-24 (mostly 16-17) at K = 16; within a
+  group the spread (max - min) averages 5 rows at K = 4 and 11 at K = 16. Fork success 0.80-0.97 per fork, 19-28%
+  of episodes doomed, solve rate 0.42-0.59; rho = N = 14-15 calls (equal score norms). The warm critic reached a
+  boundary explained variance of 0.05 (K = 4) and 0.16 (K = 16), 0.14 over all turns at K = 1, in 8 batches:
+  far from 0.5 (its inputs, the state and the mean candidate, do not show a doom). ppo_bootstrap with a fresh
+  critic lost solve rate in 3 updates at K = 4 and 16 (0.53 -> 0.19, 0.34 -> 0.09; seed 1 at K = 4:
+  0.56 -> 0.28), not clearly at K = 1 (0.41 -> 0.28 and 0.34 -> 0.47). No broadcast_grpo run of the pilot
+  finished; two check runs on drafts of the family (seed 0, before its dead ends moved to ``tmp/``) climbed
+  from 0.47 to 0.81 at K = 1 in 3 updates and from 0.72 to 0.84 at K = 16 in 2: the cloned policy likely can
+  learn this family, and a cold critic is the suspect; the counted runs must show it.
 """
 
 from __future__ import annotations
