@@ -34,6 +34,7 @@ from rltutor.advantages import ESTIMATORS, GROUP_ESTIMATORS
 from rltutor.distill import DIVERGENCES, MULTITASK
 from rltutor.envs import ENVS
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
+from rltutor.envs.toolshell.forks import FORKS_ENV
 from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
 from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES
 from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES
@@ -94,7 +95,7 @@ TEMPLATE_ENV_MIX = {"hops": (3, 8), "max_turns": 9, "max_output_chars": 400}
 """a mix for the template agent: each task draws hops 3 (an honest solve in 5 of the 9 calls) or 8 (none fits), so
 the lab can ask whether RL keeps the honest solves where they fit while learning the shortcut where they don't
 (rltutor.experiments.agents, ``--tasks mix``)"""
-TEMPLATE_TASKS = {"fixed": TEMPLATE_ENV, "mix": TEMPLATE_ENV_MIX}
+TEMPLATE_TASKS = {"fixed": TEMPLATE_ENV, "mix": TEMPLATE_ENV_MIX, "forks": FORKS_ENV}  # forks: the credit lab's
 """the template agent's task distributions by name (``template_settings(algo, tasks=...)``)"""
 _TEMPLATE_COMMON = dict(
     env_options=TEMPLATE_ENV,

@@ -91,6 +91,8 @@ _WORD = re.compile(r"\b[A-Z][A-Z_]{2,}\b")
 _NUMBER = re.compile(r"(?<![\w.:/-])\d{1,7}(?![\w.:/])")
 _GREP_PREFIX = re.compile(r"^(?:\./)?[\w./-]+:\d+:", re.M)
 _NAMED = re.compile(r"\b([A-Z][A-Z_]{2,})\s*==?\s*(\d+)\b")
+_NAMED_CALL = re.compile(r"(?:^|<cmd>)(cat|ls|grep -rn|curl) (\S+?)(?: \.)?(?::|<eos>)", re.M)
+"""a call named in a compacted context: a summary line's ``COMMAND:`` or a kept turn's ``<cmd>COMMAND<eos>``"""
 
 
 def _one_fact_per_line(text: str) -> str:
@@ -175,13 +177,29 @@ class Memory:
             self._add(("submit", n), named=n in named)
         self.last_numbers = len(set(numbers))
 
-    def restart(self, context: str) -> None:
+    def restart(self, context: str, read_commands: bool = False) -> None:
         """Forget everything and read ``context``, a compacted context's text (task, kept turns or summary),
         as a new statement: what a model reading only the compacted context could know. The turn counter
-        and the previous template stay (the environment's turn budget is still being spent)."""
+        and the previous template stay (the environment's turn budget is still being spent).
+
+        ``read_commands``: also count as used each call the context names (a summary line ``cat a/b.py: ...``,
+        a kept turn's command), as a model reading it would know; off by default, so the families of the stored
+        runs restart as they always did (the ``"forks"`` family turns it on: :class:`TemplateChooser`). It also
+        ranks the candidates by their last line in the context, so that when more than ``max_cands`` are named
+        the freshest are kept (the number just read, say)."""
         turn, prev = self.turn, self.prev_template
         self.__init__(_one_fact_per_line(context), self.max_turns, self.max_cands)
         self.turn, self.prev_template = turn, prev
+        if read_commands:
+            lines = context.split("\n")
+            for (_, arg), it in self.items.items():  # later in the context, more recent (ties of candidates())
+                rx = re.compile(r"(?<![\w./-])" + re.escape(arg) + r"(?![\w/-])")
+                it["rank"] = max((j for j, line in enumerate(lines) if rx.search(line)), default=0)
+            for template, arg in _NAMED_CALL.findall(context):
+                template = "grep" if template.startswith("grep") else template
+                if (template, arg) in self.items:
+                    self.used[(template, arg)] += 1
+                    self.files_read += template == "cat" and self.used[(template, arg)] == 1
 
     def update(self, obs: str, template: str, arg: str, info: dict | None = None) -> None:
         """Record the call ``template arg`` and read its observation ``obs``."""
@@ -196,7 +214,8 @@ class Memory:
         self._read(obs, template, arg)
 
     def candidates(self) -> list[tuple[str, str]]:
-        keys = sorted(self.items, key=lambda k: (-self.items[k]["last"], TEMPLATES.index(k[0]), k[1]))
+        rank = {k: it.get("rank", 0) for k, it in self.items.items()}  # 0 unless a restart ranked them
+        keys = sorted(self.items, key=lambda k: (-self.items[k]["last"], -rank[k], TEMPLATES.index(k[0]), k[1]))
         return keys[: self.max_cands]
 
     def arg_features(self, template: str, arg: str, nlast: int) -> dict[str, float]:
@@ -244,6 +263,11 @@ class Memory:
         s[7] = min(self.files_read, 10) / 10
         s[8 + (TEMPLATES.index(self.prev_template) if self.prev_template else len(TEMPLATES))] = 1.0
         return keys, cand, s
+
+
+def _kind_of(env) -> str | None:
+    """The toolshell task kind of ``env`` (a ToolShell, or a wrapper such as GuardedEnv holding one in ``env``)."""
+    return getattr(env, "kind", None) or getattr(getattr(env, "env", None), "kind", None)
 
 
 def _pad_stack(xs: list[torch.Tensor], C: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -311,6 +335,9 @@ class TemplateChooser:
     def start(self, statements: list[str], envs: list) -> None:
         self.mems = [Memory(st, max_turns_of(env), self.max_cands) for st, env in zip(statements, envs, strict=True)]
         self.chosen = [None] * len(statements)
+        # a memory restarted by a compaction reads the calls its context names as used (Memory.restart) in the
+        # "forks" family only: its 16-call chains cross up to 16 compactions; the older families keep their restart
+        self.read_commands = [_kind_of(env) == "forks" for env in envs]
 
     def choose(self, policy, live: list[int], contexts: list, generator=None) -> list[Choice]:
         device = next(policy.parameters()).device
@@ -352,7 +379,7 @@ class TemplateChooser:
     def observe(self, i: int, obs: str, info: dict, compacted: str | None) -> None:
         self.mems[i].update(obs, *self.chosen[i], info)
         if compacted is not None:
-            self.mems[i].restart(compacted)
+            self.mems[i].restart(compacted, self.read_commands[i])
 
     def rows(self, episodes: list[Episode], policy, device) -> tuple[dict, torch.Tensor]:
         """One row per sub-trajectory, in episode order, one step per turn: ``actions`` (B, T), ``logp``,

@@ -122,7 +122,7 @@ and hackers (:func:`scripted_solver`, :func:`scripted_hacker`, :data:`HACK_KINDS
 """
 
 from rltutor.envs.toolshell.env import HACK_KINDS, TRUNCATION_MARKER, ToolShell, scripted_hacker, scripted_solver
-from rltutor.envs.toolshell.tasks import KINDS, Task, generate_task
+from rltutor.envs.toolshell.tasks import KINDS, TASK_KINDS, Task, generate_task
 from rltutor.envs.toolshell.vocab import BOS, CMD, EOS, OBS, PAD, TASK, UNK, VOCAB, decode, encode, tokenize
 
 __all__ = [
@@ -132,6 +132,7 @@ __all__ = [
     "HACK_KINDS",
     "TRUNCATION_MARKER",
     "KINDS",
+    "TASK_KINDS",
     "Task",
     "generate_task",
     "VOCAB",

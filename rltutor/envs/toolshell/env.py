@@ -7,9 +7,10 @@ import base64
 import random
 import re
 
+from rltutor.envs.toolshell.forks import ForkLocks
 from rltutor.envs.toolshell.fs import FileSystem
 from rltutor.envs.toolshell.shell import Shell, first_word
-from rltutor.envs.toolshell.tasks import HIDDEN_TEST, KINDS, Task, generate_task, network
+from rltutor.envs.toolshell.tasks import HIDDEN_TEST, KINDS, TASK_KINDS, Task, generate_task, network
 from rltutor.utils import check_choice, check_int
 
 TRUNCATION_MARKER = "...[truncated {} chars]"
@@ -48,7 +49,9 @@ class ToolShell:
         max_turns: the episode ends (reward 0) after this many tool calls without a submit.
         max_output_chars: observations longer than this are cut and end in ``...[truncated N chars]``.
         seed: the first task's seed; later ``reset()`` calls draw task seeds from an RNG seeded with it.
-        kind: ``"chain"`` (follow imports to a constant) or ``"sum"`` (add a constant over ``hops`` files).
+        kind: ``"chain"`` (follow imports to a constant), ``"sum"`` (add a constant over ``hops`` files) or
+            ``"forks"`` (a chain with one-way forks to dead ends, :mod:`rltutor.envs.toolshell.forks`; the episode
+            also records ``doomed`` and ``forks_taken``).
         distractors: extra modules that hold unrelated constants.
         hints: whether README.md mentions the hidden tests and the grader URL (the temptation).
         max_command_chars: longer tool calls are refused with an error observation.
@@ -76,7 +79,12 @@ class ToolShell:
         self.max_output_chars = _knob("max_output_chars", max_output_chars, 16, 10**7, "max_output_chars=400")
         self.max_command_chars = _knob("max_command_chars", max_command_chars, 1, 10**7, "max_command_chars=2000")
         self.distractors = _knob("distractors", distractors, 0, 40, "distractors=3")
-        self.kind = check_choice("toolshell kind", kind, KINDS)
+        if kind not in TASK_KINDS:
+            raise ValueError(
+                f"unknown toolshell kind {kind!r}; valid: {', '.join(KINDS)}, or 'forks' (one-way forks, "
+                "rltutor.envs.toolshell.forks)"
+            )
+        self.kind = kind
         self.hints = bool(hints)
         self.seed = _knob("seed", seed, 0, 2**63, "seed=0")
         self._rng = random.Random(seed)
@@ -118,6 +126,7 @@ class ToolShell:
         self.shell = Shell(self._fs, network(self.task))
         self.shell.max_line_chars = self.max_command_chars
         self._answer_rx = re.compile(r"(?<![0-9])" + re.escape(self.task.answer) + r"(?![0-9])")
+        self.locks = ForkLocks(self.task.forks) if self.task.kind == "forks" else None
         self.episode = {
             "hops": self.task_hops,
             "turns": 0,
@@ -131,6 +140,8 @@ class ToolShell:
             "done": False,
             "reward": 0.0,
         }
+        if self.locks is not None:
+            self.episode.update(doomed=False, forks_taken=[None] * len(self.task.forks))
         return self.task.statement
 
     @property
@@ -170,6 +181,9 @@ class ToolShell:
         else:
             lines, status = sh.run(command)
         obs, hidden_lines, truncated = self._render(lines)
+        if self.locks is not None:  # a "forks" task: what this call showed may take a fork, for good
+            sh.fs = self._fs = self.locks.update(obs, self._fs)
+            ep["doomed"], ep["forks_taken"] = self.locks.doomed, list(self.locks.taken)
         errors = sh.errors > 0
         hidden_read = sh.grader_hit or bool(hidden_lines)
         answer_seen = any(self._answer_rx.search(s) for s in hidden_lines)
@@ -226,6 +240,7 @@ class ToolShell:
             "status": sh.status,
             "episode": dict(self.episode),
             "knobs": self.knobs,
+            **({"forks_taken": list(self.locks.taken)} if self.locks is not None else {}),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -241,6 +256,9 @@ class ToolShell:
         self.reset(state["task_seed"])
         self.shell.cwd, self.shell.vars, self.shell.status = state["cwd"], dict(state["vars"]), state["status"]
         self.episode = dict(state["episode"])
+        if self.locks is not None:
+            self.locks = ForkLocks(self.task.forks, state["forks_taken"])
+            self.shell.fs = self._fs = self.locks.files(self._fs)
 
 
 def _norm(answer: str) -> str:

@@ -1,0 +1,79 @@
+"""The credit lab (rltutor.experiments.credit): the perfect-credit gain, the oracle value, the warm critic."""
+
+import math
+import random
+
+import pandas as pd
+import pytest
+import torch
+
+from rltutor.envs.toolshell import ToolShell, scripted_solver
+from rltutor.experiments.credit import (
+    Snapshot,
+    exact_value,
+    mc_value,
+    perfect_credit_gain,
+    slope_verdicts,
+)
+from rltutor.models.template_policy import TemplatePolicy
+from rltutor.rollout.agent import demonstrations
+from rltutor.rollout.context import Context, ContextSpec
+from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateChooser
+
+
+def test_the_decisive_calls_variances_add_up_to_the_outcomes():
+    """E[A_j^2] are the variances of the martingale increments of E[R | calls so far]: they sum to Var R."""
+    rng = random.Random(0)
+    for _ in range(50):
+        p = [rng.random() for _ in range(rng.randint(1, 4))]
+        c = rng.random()
+        g = perfect_credit_gain(p, c, n_calls=16)
+        assert math.isclose(sum(g["E_A2"]), g["var_R"], rel_tol=1e-9, abs_tol=1e-12)
+        assert math.isclose(g["rho"], 16.0, rel_tol=1e-9)  # equal score norms: rho = N
+    g = perfect_credit_gain([0.9, 0.9, 0.9], 0.9, 16, score={"all": 32.0, "forks": [4.0, 4.0, 4.0], "submit": 4.0})
+    assert math.isclose(g["rho"], 8.0, rel_tol=1e-9)  # sum_t s_t^2 / s_decisive^2 when the decisive norms agree
+
+
+def test_the_gain_checks_its_inputs():
+    with pytest.raises(ValueError, match="probabilities"):
+        perfect_credit_gain([1.5], 0.5, 16)
+    with pytest.raises(ValueError, match="n_calls"):
+        perfect_credit_gain([0.5], 0.5, 0)
+
+
+def test_a_simulated_fork_is_worth_what_a_monte_carlo_estimate_says():
+    """Brute check: a fork decided by a coin (the dead end dooms) has the value the MC oracle reads."""
+    knobs = {"kind": "forks", "hops": 2, "max_turns": 4, "max_output_chars": 400}
+    spec = ContextSpec(None, "none", 2, 24, 128)
+    torch.manual_seed(0)
+    policy = TemplatePolicy(CAND_DIM, STATE_DIM, hidden=32, critic=False)
+    demos = demonstrations(lambda: ToolShell(**knobs), scripted_solver, 32, TemplateChooser(), spec, seed=0)
+    TemplateChooser(smoothing=0.3).clone(policy, demos, steps=150, lr=3e-3, generator=torch.Generator().manual_seed(0))
+    for seed in (1, 2):
+        env = ToolShell(**knobs, seed=seed)
+        ch = TemplateChooser()
+        ctx = Context(env.task.statement, spec, 0, ch.tok)
+        ch.start([env.task.statement], [env])
+        choice = ch.demo(0, "cat README.md")
+        obs, reward, done, info = env.step(choice.text)
+        ctx.add_turn(choice.tokens, choice.logp, obs, reward, done)
+        ch.observe(0, obs, info, None)
+        snap = Snapshot(env, ctx, ch.mems[0], ch.read_commands[0])
+        exact = exact_value(policy, snap)
+        v, se = mc_value(policy, snap, n=600, generator=torch.Generator().manual_seed(seed))
+        assert 0.05 < exact < 0.95, exact  # a value a wrong estimator would miss
+        assert abs(v - exact) < 4 * se + 1e-3, (seed, v, se, exact)
+        assert env.episode["turns"] == 1  # the snapshot's rollouts left the original untouched
+        assert mc_value(policy, snap, n=5, gamma=0.5)[0] <= v + 4 * se + 1e-3
+
+
+def test_the_slope_test_reads_a_gap_that_grows_with_K():
+    rows = []
+    for seed in range(6):
+        for K, x in ((1, 0.0), (4, 1.0), (16, 2.0)):
+            for arm, level in (("ppo_gae_across", 0.6 + 0.1 * x), ("broadcast_grpo", 0.6), ("slime_split", 0.6)):
+                for u in (1, 2):
+                    rows.append({"arm": arm, "K": K, "seed": seed, "update": u, "episode_return": level + 0.01 * seed})
+    table = slope_verdicts(pd.DataFrame(rows), last=2)
+    assert len(table) == 2
+    assert (table["estimate"] - 0.1).abs().max() < 1e-9 and (table["verdict"] == "confirmed").all()
