@@ -131,8 +131,9 @@ CRITIC_FREE = ("broadcast_grpo", "slime_split", "full_outcome_batch_group")
 ACROSS = "ppo_gae_across"
 SETTINGS = {K: {"context_budget": b, "compaction": "summary"} for K, b in FORKS_BUDGETS.items()}
 """K -> the settings that give K sub-trajectories per honest solve (rltutor.envs.toolshell.forks.FORKS_BUDGETS)."""
-COMMON = {"turn_cost": 0.0}
-"""Every arm's settings besides its mode's: only a correct submit pays."""
+COMMON = {"turn_cost": 0.0, "row_weight": True}
+"""Every arm's settings besides its mode's: only a correct submit pays, and every episode counts once in the
+loss however many rows it split into (``row_weight``, as slime's per-rollout reducer; issue 22)."""
 COLUMNS = (
     "update",
     "episode_return",
