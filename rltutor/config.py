@@ -37,7 +37,7 @@ from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.envs.toolshell.forks import FORKS_ENV
 from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
 from rltutor.losses import AGG_MODES, KL_KINDS, POLICY_LOSSES
-from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES
+from rltutor.rollout.compaction import RENAMED_SUB_ADVANTAGES, SUB_ADVANTAGE_MODES
 from rltutor.rollout.context import ContextSpec
 from rltutor.utils import SCALES, check_choice, check_device, check_int, check_number, resolve_scale
 
@@ -506,6 +506,8 @@ class Config:
         """Rebuild a Config from :meth:`to_dict` output (derived fields are recomputed; fields left
         out take their defaults)."""
         init = {f.name for f in dataclasses.fields(cls) if f.init}
+        if d.get("sub_advantage") in RENAMED_SUB_ADVANTAGES:  # a run stored before the modes were renamed
+            d = {**d, "sub_advantage": RENAMED_SUB_ADVANTAGES[d["sub_advantage"]]}
         unknown = sorted(set(d) - init - {f.name for f in dataclasses.fields(cls)})
         if unknown:
             raise ValueError(f"unknown config fields {unknown}; valid: {', '.join(sorted(init))}")

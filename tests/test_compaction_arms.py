@@ -297,3 +297,13 @@ def test_stored_runs_are_relabelled_by_the_documented_mapping_only(tmp_path):
             assert (tmp_path / f"{name}{ext}").read_bytes() == (store / f"{name}{ext}").read_bytes(), name + ext
     (tmp_path / "plain.csv").write_text("algo,seed\nppo,0\n")
     assert relabel_stored(str(tmp_path / "plain.csv")) == 0
+
+
+def test_a_run_stored_under_an_old_mode_name_loads_under_its_new_one():
+    from rltutor.config import Config, resolve
+    from rltutor.rollout.compaction import RENAMED_SUB_ADVANTAGES
+
+    for old, new in RENAMED_SUB_ADVANTAGES.items():
+        algo = "ppo" if new.startswith("ppo") else "grpo"
+        d = resolve(algo, "toolshell", "quick", sets=dict(sub_advantage=new)).to_dict()
+        assert Config.from_dict({**d, "sub_advantage": old}).sub_advantage == new
