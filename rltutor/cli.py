@@ -209,6 +209,11 @@ def _agent_flags(args):
     )
 
 
+def _hf_flags(args):
+    """The Hugging Face model's flags (``--hf-model``, ``--lora-rank``; chapter 13) with the Config fields they set."""
+    return ((args.hf_model, "hf_model"), (args.lora_rank, "lora_rank"))
+
+
 def _resume_conflicts(args, stored: dict) -> list[str]:
     """The flags given with --resume that contradict the run's stored config, each with the stored value."""
     opts = stored.get("env_options", {})
@@ -221,6 +226,7 @@ def _resume_conflicts(args, stored: dict) -> list[str]:
         ("--horizon", args.horizon, opts.get("horizon")),
         ("--reward-noise", args.reward_noise, opts.get("reward_noise")),
         *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _agent_flags(args)),
+        *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _hf_flags(args)),
     ]
     bad = [f"{flag} {new} (the run's is {old!r})" for flag, new, old in given if new is not None and new != old]
     if args.no_observe_progress and opts.get("observe_progress", True):
@@ -257,9 +263,12 @@ def _new_config(args):
             (args.seed, "seed"),
             (args.group_size, "group_size"),
             *_agent_flags(args),
+            *_hf_flags(args),
         )
         if flag is not None
     }
+    if args.hf_model is not None and args.env is None:  # --hf-model alone selects the adapter and its task
+        args.env = "addition-text"
     env_options = {key: getattr(args, key) for _, key in CORRIDOR_FLAGS if getattr(args, key) is not None}
     if args.no_observe_progress:
         env_options["observe_progress"] = False
@@ -499,6 +508,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="toolshell: templates (the default: an MLP picks a templated call, learns in CPU minutes) or tokens "
         "(a TinyGPT writes each command; not expected to learn in CPU minutes)",
+    )
+    t.add_argument(
+        "--hf-model",
+        default=None,
+        metavar="NAME_OR_FOLDER",
+        help="train a Hugging Face causal LM (a hub name, or a local folder saved with save_pretrained) on a text "
+        "task (--env addition-text, the default, or countdown-text); needs pip install 'rltutor[hf]'",
+    )
+    t.add_argument(
+        "--lora-rank", type=int, default=None, help="with --hf-model: train rank-R LoRA adapters only (0: every weight)"
     )
     t.add_argument(
         "--set",
