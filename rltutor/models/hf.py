@@ -9,7 +9,7 @@ Chapter 13, *the same algorithms on a real model*. :class:`HFPolicy` gives a ``t
 2. :meth:`HFPolicy.evaluate` -- one causal forward pass over the *same token ids* gives log pi_theta,
    the entropy and V(s_t) of the stored completions: what the trainer differentiates.
 
-**Token in, token out.** The ids ``generate`` sampled travel through the batch to :meth:`evaluate`; a
+**Token in, token out.** The ids ``generate`` sampled travel through the batch to :meth:`HFPolicy.evaluate`; a
 completion is decoded to text only for the verifier, never encoded again (a decode-encode round trip
 can change the ids, and the log-probs would then be of other tokens: the drift TRL #5144 and slime
 #2288 report; ``tests/test_hf.py`` checks with a tokenizer whose round trip does change them).
@@ -34,7 +34,7 @@ autocast and a gradient scaler (``HFPolicy.grad_scaler``) for the trainer's back
 
 Deviations from TinyGPT's policy: no cached warm start (the model is pretrained); dropout is switched
 off everywhere (sampling and training must compute the same probabilities); ``generate`` draws from
-the global torch generator, so :meth:`generate` seeds it from the trainer's generator inside a
+the global torch generator, so :meth:`HFPolicy.generate` seeds it from the trainer's generator inside a
 ``fork_rng`` (the same seed gives the same tokens, and the global state is left as it was).
 """
 
