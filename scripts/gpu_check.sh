@@ -31,12 +31,9 @@ if not SMOKE and not torch.cuda.is_available():
           file=sys.stderr)
     sys.exit(3)
 
-sys.path.insert(0, "tests")
-from hf_tiny import char_tokenizer  # noqa: E402  (the offline character tokenizer of tests/test_hf.py)
-
 from rltutor.config import resolve  # noqa: E402
 from rltutor.experiments.lm import EXPERIMENTS, experiment_arms  # noqa: E402
-from rltutor.models.hf import memory_of  # noqa: E402
+from rltutor.models.hf import memory_of, save_random_model  # noqa: E402
 from rltutor.train import Trainer  # noqa: E402
 
 OUT = os.environ["RLTUTOR_GPU_CHECK_OUT"]
@@ -54,23 +51,9 @@ print(f"gpu_check: {GPU}, {CPU}, torch {torch.__version__}; {UPDATES} updates pe
 
 
 def random_qwen(folder):
-    """A random Qwen2.5-0.5B-shaped model (494M parameters) and a tokenizer of its vocabulary size, saved."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    if os.path.exists(os.path.join(folder, "config.json")):
-        return folder
-    tok = char_tokenizer(chat=True)
-    if not SMOKE:
-        tok.add_tokens([f"<t{i}>" for i in range(151936 - len(tok))])  # fill the vocabulary to Qwen2.5's size
-    size = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4) if SMOKE else dict(
-        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14)
-    cfg = Qwen2Config(
-        vocab_size=len(tok), **size, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None,
-    )
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
+    """A random Qwen2.5-0.5B-shaped model (494M parameters, its vocabulary size) and a tokenizer, saved once."""
+    if not os.path.exists(os.path.join(folder, "config.json")):
+        save_random_model(folder, "qwen2", "tiny" if SMOKE else "0.5B")
     return folder
 
 

@@ -1,30 +1,24 @@
 """Any Hugging Face causal LM as policy and critic (rltutor.models.hf, chapter 13), tested offline.
 
 Tiny random Qwen2 (with a chat template) and Llama (without) models of ~10^5 parameters and a character
-tokenizer are built here (tests/hf_tiny.py), saved with ``save_pretrained`` and loaded back through
+tokenizer are built here (rltutor.models.hf.save_random_model), saved with ``save_pretrained`` and loaded back through
 ``--hf-model PATH``: no download. transformers 5.24 needs Python 3.11; without it (or without peft, for
 the LoRA tests) these tests skip and say so.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 pytest.importorskip("transformers", reason="the hf extra (transformers, Python >= 3.11) is not installed")
-
-sys.path.insert(0, str(Path(__file__).parent))
-from hf_tiny import MERGED, tiny_model  # noqa: E402
 
 from rltutor.advantages import compute_advantages  # noqa: E402
 from rltutor.cli import main  # noqa: E402
 from rltutor.config import resolve  # noqa: E402
 from rltutor.envs.text import AdditionText, CountdownText, make_text_task, parse_expression  # noqa: E402
 from rltutor.losses import policy_loss, value_loss  # noqa: E402
-from rltutor.models.hf import HFPolicy, load_hf, memory_of  # noqa: E402
+from rltutor.models.hf import MERGED, HFPolicy, load_hf, memory_of, save_random_model  # noqa: E402
 from rltutor.rollout.text import TextCollector  # noqa: E402
 from rltutor.train import Trainer  # noqa: E402
 
@@ -45,7 +39,7 @@ needs_peft = pytest.mark.skipif(not _has_peft(), reason="LoRA needs peft (pip in
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf")
-    return {arch: str(tiny_model(root / arch, arch)) for arch in ("qwen2", "llama")}
+    return {arch: save_random_model(root / arch, arch) for arch in ("qwen2", "llama")}
 
 
 def _policy(path, **kw):

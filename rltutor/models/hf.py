@@ -51,7 +51,17 @@ import torch.nn.functional as F
 
 from rltutor.utils import get_device
 
-__all__ = ["HFPolicy", "load_hf", "pick_dtype", "memory_of", "DTYPES", "HF_CRITICS"]
+__all__ = [
+    "HFPolicy",
+    "load_hf",
+    "pick_dtype",
+    "memory_of",
+    "measured_state_bytes",
+    "char_tokenizer",
+    "save_random_model",
+    "DTYPES",
+    "HF_CRITICS",
+]
 
 HF_CRITICS = ("none", "head", "separate")
 DTYPES = ("auto", "fp32", "bf16", "fp16")
@@ -440,3 +450,110 @@ def memory_of(policy: HFPolicy) -> dict:
             trainable += p.numel()
             state += p.numel() * (p.element_size() + 8)
     return {"params": total, "trainable": trainable, "train_state_bytes": state}
+
+
+def measured_state_bytes(policy: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> dict:
+    """Bytes held *now* by the policy's weights, their gradients and the optimizer's state (Adam's moments):
+    the sizes of the tensors themselves, so after one update this is what training keeps between steps
+    (activations, which come and go within a step, are not counted)."""
+    weights = sum(p.numel() * p.element_size() for p in policy.parameters())
+    grads = sum(p.grad.numel() * p.grad.element_size() for p in policy.parameters() if p.grad is not None)
+    opt = 0
+    if optimizer is not None:
+        for state in optimizer.state.values():
+            opt += sum(t.numel() * t.element_size() for t in state.values() if isinstance(t, torch.Tensor))
+    return {"weights": weights, "grads": grads, "optimizer": opt, "total": weights + grads + opt}
+
+
+# ----------------------------------------------------------------------------------------------
+# Random models, offline (the tests, the chapter on a CPU, scripts/gpu_check.sh)
+# ----------------------------------------------------------------------------------------------
+
+SPECIALS = ("<pad>", "<eos>", "<|im_start|>", "<|im_end|>")
+MERGED = "12"
+"""the one token of :func:`char_tokenizer` that is not a character: encoding never makes it"""
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""a ChatML template (Qwen's format) for :func:`char_tokenizer`"""
+SIZES = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4),
+    "0.5B": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14),
+}
+"""shapes of :func:`save_random_model`: "tiny" (~10^5 parameters), "0.5B" (Qwen2.5-0.5B: 494M with its vocabulary)"""
+
+
+def _byte_chars() -> dict[int, str]:
+    """GPT-2's byte-to-character table (byte-level BPE writes a space as "Ġ", a newline as "Ċ")."""
+    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
+
+
+def char_tokenizer(chat: bool = True, vocab_size: int | None = None):
+    """A tokenizer built with the ``tokenizers`` library, no download: one token per printable character (written
+    byte-level, as Qwen's and GPT-2's tokenizers write them, so that ``AutoTokenizer`` reads it back the same for a
+    Qwen2 model), the special tokens of :data:`SPECIALS`, and one *merged* token :data:`MERGED` that encoding
+    never produces (a completion that samples it decodes to "12", which encodes back as "1", "2": a
+    decode-encode round trip that changes the ids). ``chat`` adds :data:`CHAT_TEMPLATE`; ``vocab_size`` pads the
+    vocabulary with filler tokens (a real model's embedding size)."""
+    import string
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    b2u = _byte_chars()
+    chars = sorted(set(string.digits + string.ascii_letters + string.punctuation + " \n"))
+    vocab = {t: i for i, t in enumerate([*SPECIALS, *(b2u[ord(c)] for c in chars), MERGED])}
+    if vocab_size is not None:
+        vocab.update({f"<t{i}>": i for i in range(len(vocab), vocab_size)})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(  # bytes to characters, then every character on its own
+        [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False), pre_tokenizers.Split("", "isolated")]
+    )
+    tok.decoder = decoders.ByteLevel()
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", additional_special_tokens=list(SPECIALS[2:])
+    )
+    if chat:
+        fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def save_random_model(folder, arch: str = "qwen2", size: str = "tiny", seed: int = 0) -> str:
+    """Write a random-weight causal LM and its tokenizer (:func:`char_tokenizer`) to ``folder`` with
+    ``save_pretrained``, so that ``--hf-model folder`` loads it like a model from the hub; returns the folder.
+
+    ``arch``: "qwen2" (tied embeddings, a chat template, ``<|im_end|>`` also ends a completion) or "llama"
+    (untied, no template). ``size``: a key of :data:`SIZES` (the "0.5B" model has Qwen2.5's vocabulary size)."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    if arch not in ("qwen2", "llama"):
+        raise ValueError(f"unknown arch {arch!r}; valid: llama, qwen2")
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; valid: {', '.join(SIZES)}")
+    tok = char_tokenizer(chat=arch == "qwen2", vocab_size=151936 if size == "0.5B" else None)
+    common = dict(
+        vocab_size=len(tok),
+        **SIZES[size],
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=None,
+    )
+    torch.manual_seed(seed)
+    if arch == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(tie_word_embeddings=True, **common))
+        model.generation_config.eos_token_id = [tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>")]
+    else:
+        model = LlamaForCausalLM(LlamaConfig(tie_word_embeddings=False, **common))
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
