@@ -352,3 +352,23 @@ def test_separate_critic_costs_a_second_model(models):
     alone = memory_of(_policy(models["qwen2"]))
     assert with_critic["params"] > 1.9 * alone["params"]
     assert with_critic["train_state_bytes"] > 1.9 * alone["train_state_bytes"]
+
+
+def test_a_models_own_sampling_defaults_cannot_make_sampling_off_policy(models):
+    """Instruct models ship top_k, top_p and a repetition penalty in their generation config: generate ignores
+    them (the log-probs still match evaluate); a warper that does reach the sampler is refused (ValueError)."""
+    policy = _policy(models["qwen2"])
+    gc = policy.model.generation_config
+    gc.top_k, gc.top_p, gc.repetition_penalty = 5, 0.5, 1.5
+    batch = _batch(policy)
+    out = policy.evaluate(batch)
+    assert torch.allclose(out["logp"] * batch["mask"], batch["logp"], atol=1e-4)
+    generate = policy.model.generate
+
+    def with_penalty(**kw):
+        kw["generation_config"].repetition_penalty = 1.5
+        return generate(**kw)
+
+    policy.model.generate = with_penalty
+    with pytest.raises(ValueError, match="changed the logits"):
+        _batch(policy)

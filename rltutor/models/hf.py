@@ -303,24 +303,27 @@ class HFPolicy(nn.Module):
         with torch.random.fork_rng(devices=devices), self._autocast(device):
             if seed is not None:
                 torch.manual_seed(seed)  # generate draws from the global generator: seed it from the trainer's
+            base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+            # generate fills the fields left unset from the model's own config: make that one clean, every call
+            base.generation_config = GenerationConfig(eos_token_id=self.eos_ids, pad_token_id=self.pad_id)
             out = self.model.generate(input_ids=prompts, attention_mask=am, generation_config=gen)
         self.train(was_training)
-        logits = torch.stack(out.logits, 1).float()  # (B, T, V) the raw next-token scores
-        scores = torch.stack(out.scores, 1).float()  # (B, T, V) what generate sampled from
-        if not greedy:
-            lg = logits / tau if tau != 1.0 else logits
-            lp_raw, lp_used = F.log_softmax(lg, -1), F.log_softmax(scores, -1)
-            if not torch.allclose(lp_raw, lp_used, atol=1e-4, rtol=0):
-                raise ValueError(
-                    "generate changed the logits before sampling (a top-k, top-p or repetition penalty?); "
-                    "the trainer's log-probs would be of another distribution: this is a bug in HFPolicy"
-                )
         seq = out.sequences  # (B, P + T')
         responses = seq[:, P:]
         T = responses.shape[1]
-        logprobs = F.log_softmax(logits if greedy or tau == 1.0 else logits / tau, -1)  # log pi_tau
-        logp = logprobs.gather(-1, responses.unsqueeze(-1)).squeeze(-1)  # log pi(o_t | q, o_<t)
-        entropy = -(logprobs.exp() * logprobs).sum(-1)  # H(pi(. | q, o_<t))
+        logp, entropy = [], []
+        for t in range(T):  # one step at a time: never a (B, T, V) copy of the logits (V is ~150k for Qwen)
+            lg = out.logits[t].float()  # (B, V) the raw next-token scores
+            logprobs = F.log_softmax(lg if greedy or tau == 1.0 else lg / tau, -1)  # log pi_tau
+            if not greedy and not torch.allclose(logprobs, F.log_softmax(out.scores[t].float(), -1), atol=1e-4, rtol=0):
+                raise ValueError(  # out.scores: what generate sampled from
+                    "generate changed the logits before sampling (a top-k, top-p or repetition penalty?); "
+                    "the trainer's log-probs would be of another distribution: this is a bug in HFPolicy"
+                )
+            logp.append(logprobs.gather(-1, responses[:, t : t + 1]).squeeze(-1))  # log pi(o_t | q, o_<t)
+            entropy.append(-(logprobs.exp() * logprobs).sum(-1))  # H(pi(. | q, o_<t))
+        logp, entropy = torch.stack(logp, 1), torch.stack(entropy, 1)  # (B, T)
+        del out
         mask = self.completion_mask(responses)
         if not stop_early and T < max_new_tokens:  # full width, so batches concatenate
             extra = max_new_tokens - T
