@@ -218,6 +218,12 @@ def build_hf(config: Config, task=None):
 
     if task is None:
         task = make_env(config.env, seed=config.seed, **config.env_options)
+    for name, off in (("max_draws", 1), ("overlong_buffer", None)):
+        if getattr(config, name) != off:
+            raise ValueError(
+                f"{name}={getattr(config, name)!r}: DAPO's refill and soft overlong penalty are implemented for "
+                f"the token tasks (rltutor.rollout.tokens), not yet for a text task; use {name}={off}"
+            )
     device = get_device(config.device)
     dtype = pick_dtype(device, config.hf_dtype)
     model, tokenizer = load_hf(config.hf_model, device, dtype)

@@ -290,7 +290,8 @@ class Config:
     uses_groups: bool = field(init=False)
     """the estimator is group-relative (needs groups of G >= 2)"""
     model: str = field(init=False)
-    """"gpt" for token tasks, "mlp" for vector environments: which model fields apply"""
+    """"gpt" for token tasks, "mlp" for vector environments, "hf" for a Hugging Face model (``hf_model``): which
+    model fields apply"""
 
     def __post_init__(self):
         check_choice("environment", self.env, ENVS)
