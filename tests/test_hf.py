@@ -372,3 +372,46 @@ def test_a_models_own_sampling_defaults_cannot_make_sampling_off_policy(models):
     policy.model.generate = with_penalty
     with pytest.raises(ValueError, match="changed the logits"):
         _batch(policy)
+
+
+def test_precision_choice():
+    from rltutor.models.hf import pick_dtype
+
+    assert pick_dtype("cpu") == "fp32" and pick_dtype("cpu", "fp32") == "fp32"
+    with pytest.raises(ValueError, match="needs a GPU"):
+        pick_dtype("cpu", "bf16")
+    with pytest.raises(ValueError, match="unknown hf_dtype"):
+        pick_dtype("cpu", "int8")
+
+
+@pytest.mark.parametrize("lora", [0, 4])
+def test_gradient_checkpointing_gives_the_same_gradients(models, lora):
+    if lora and not _has_peft():
+        pytest.skip("LoRA needs peft")
+    grads = []
+    for ckpt in (False, True):
+        policy = _policy(models["qwen2"], critic_kind="head", lora_rank=lora, grad_checkpointing=ckpt)
+        with torch.no_grad():
+            policy.value_head.weight.fill_(0.1)
+        batch = _batch(policy, seed=3)
+        policy.train()
+        out = policy.evaluate(batch)
+        ((out["logp"] + out["values"]) * batch["mask"]).sum().backward()
+        grads.append({k: p.grad.clone() for k, p in policy.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and len(grads[0]) > 2
+    for k in grads[0]:
+        assert torch.allclose(grads[0][k], grads[1][k], atol=1e-5), k
+
+
+def test_the_reference_of_full_fine_tuning_is_a_frozen_copy_of_the_start(models):
+    trainer = _trainer(models["qwen2"], "ppo", critic_kind="separate", kl_coef=0.1, epochs=2, minibatches=1)
+    ref = trainer.ref_policy
+    assert ref.critic is None and ref.value_head is None  # the reference carries no critic
+    assert not any(p.requires_grad for p in ref.parameters())
+    batch = _with_rewards(trainer.collector.collect(trainer.policy, trainer.generator)[0])
+    with torch.no_grad():
+        start = trainer.policy.evaluate(batch)["logp"]
+    trainer.update(batch)
+    with torch.no_grad():
+        assert torch.equal(ref.evaluate(batch)["logp"], start)  # it did not move with the policy
+        assert not torch.allclose(trainer.policy.evaluate(batch)["logp"], start, atol=1e-5)

@@ -227,7 +227,11 @@ class HFPolicy(nn.Module):
         if grad_checkpointing:
             for m in (self.model, self.critic):
                 if m is not None:
-                    m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                    on = getattr(m, "activation_checkpointing_enable", None)  # transformers >= 5.x's name
+                    if on is not None:
+                        on(activation_checkpointing_kwargs={"use_reentrant": False})
+                    else:
+                        m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
                     if lora_rank > 0:
                         m.enable_input_require_grads()
         self.grad_scaler = torch.amp.GradScaler(device.type) if dtype == "fp16" else None
