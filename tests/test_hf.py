@@ -415,3 +415,22 @@ def test_the_reference_of_full_fine_tuning_is_a_frozen_copy_of_the_start(models)
     with torch.no_grad():
         assert torch.equal(ref.evaluate(batch)["logp"], start)  # it did not move with the policy
         assert not torch.allclose(trainer.policy.evaluate(batch)["logp"], start, atol=1e-5)
+
+
+def test_fp16_trains_through_the_gradient_scaler(models):
+    """The T4 path, on the CPU's fp16 autocast: the trainer scales the loss, unscales before clipping (the
+    logged gradient norm is the true one, not 65536 times it) and steps through the scaler."""
+    trainer = _trainer(models["qwen2"], "grpo", epochs=1, minibatches=1)
+    model, tok = load_hf(models["qwen2"])
+    policy = HFPolicy(model, tok, dtype="fp16")
+    assert policy.grad_scaler is not None
+    scaled = []
+    scale = policy.grad_scaler.scale
+    policy.grad_scaler.scale = lambda loss: scaled.append(1) or scale(loss)  # count the trainer's calls
+    trainer.policy = policy
+    trainer.optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
+    batch = _with_rewards(trainer.collector.collect(policy, trainer.generator)[0])
+    before = {k: v.detach().clone() for k, v in policy.named_parameters()}
+    metrics = trainer.update(batch)
+    assert scaled and 0 < metrics["grad_norm"] < 1e3
+    assert any(not torch.equal(v, before[k]) for k, v in policy.named_parameters())
