@@ -54,6 +54,7 @@ __all__ = [
     "agent_chooser",
     "agent_warm_start",
     "agent_env_factory",
+    "build_hf",
 ]
 
 
@@ -77,6 +78,8 @@ def build(config: Config):
             "use rltutor.config.make_config('ppo', ...)"
         )
     env = make_env(config.env, num_envs=config.rollout_envs, seed=config.seed, **config.env_options)
+    if config.hf_model is not None:
+        return build_hf(config, env)
     if config.env in AGENT_ENVS:
         return _build_agent(config, env)
     if isinstance(env, TokenTask):
@@ -200,6 +203,43 @@ def _build_agent(config: Config, env: ToolShell):
         row_weight=config.row_weight,
     )
     return net, collector
+
+
+# ----------------------------------------------------------------------------------------------
+# A Hugging Face causal LM on a text task (chapter 13)
+# ----------------------------------------------------------------------------------------------
+
+
+def build_hf(config: Config, task=None):
+    """An :class:`~rltutor.models.hf.HFPolicy` of ``config.hf_model`` (loaded by
+    :func:`~rltutor.models.hf.load_hf`; LoRA, gradient checkpointing and the precision of the config) and a
+    :class:`~rltutor.rollout.text.TextCollector` of ``num_groups`` problems x ``group_size`` completions on the
+    text task ``task`` (by default the config's own). No warm start: the model is pretrained."""
+    from rltutor.models.hf import HFPolicy, load_hf, pick_dtype
+    from rltutor.rollout.text import TextCollector
+
+    if task is None:
+        task = make_env(config.env, seed=config.seed, **config.env_options)
+    for name, off in (("max_draws", 1), ("overlong_buffer", None)):
+        if getattr(config, name) != off:
+            raise ValueError(
+                f"{name}={getattr(config, name)!r}: DAPO's refill and soft overlong penalty are implemented for "
+                f"the token tasks (rltutor.rollout.tokens), not yet for a text task; use {name}={off}"
+            )
+    device = get_device(config.device)
+    dtype = pick_dtype(device, config.hf_dtype)
+    model, tokenizer = load_hf(config.hf_model, device, dtype)
+    policy = HFPolicy(
+        model,
+        tokenizer,
+        critic_kind=config.critic_kind if config.critic else "none",
+        temperature=config.temperature,
+        lora_rank=config.lora_rank,
+        grad_checkpointing=config.grad_checkpointing,
+        dtype=dtype,
+    )
+    collector = TextCollector(task, tokenizer, n_prompts=config.num_groups, group_size=config.group_size)
+    return policy, collector
 
 
 # ----------------------------------------------------------------------------------------------

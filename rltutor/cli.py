@@ -211,6 +211,11 @@ def _agent_flags(args):
     )
 
 
+def _hf_flags(args):
+    """The Hugging Face model's flags (``--hf-model``, ``--lora-rank``; chapter 13) with the Config fields they set."""
+    return ((args.hf_model, "hf_model"), (args.lora_rank, "lora_rank"))
+
+
 def _resume_conflicts(args, stored: dict) -> list[str]:
     """The flags given with --resume that contradict the run's stored config, each with the stored value."""
     opts = stored.get("env_options", {})
@@ -224,6 +229,7 @@ def _resume_conflicts(args, stored: dict) -> list[str]:
         ("--reward-noise", args.reward_noise, opts.get("reward_noise")),
         *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _agent_flags(args)),
         ("--teacher", list(args.teacher) or None, list(stored.get("teachers", ()))),
+        *((f"--{key.replace('_', '-')}", flag, stored.get(key)) for flag, key in _hf_flags(args)),
     ]
     bad = [f"{flag} {new} (the run's is {old!r})" for flag, new, old in given if new is not None and new != old]
     if args.no_observe_progress and opts.get("observe_progress", True):
@@ -260,11 +266,14 @@ def _new_config(args):
             (args.seed, "seed"),
             (args.group_size, "group_size"),
             *_agent_flags(args),
+            *_hf_flags(args),
         )
         if flag is not None
     }
     if args.teacher:  # on-policy distillation (rltutor.distill): the teachers' run folders
         flags["teachers"] = tuple(args.teacher)
+    if args.hf_model is not None and args.env is None:  # --hf-model alone selects the adapter and its task
+        args.env = "addition-text"
     env_options = {key: getattr(args, key) for _, key in CORRIDOR_FLAGS if getattr(args, key) is not None}
     if args.no_observe_progress:
         env_options["observe_progress"] = False
@@ -539,6 +548,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="on-policy distillation: a stored run (its checkpoint.pt and config.json) whose policy scores each token "
         "the student samples; one per task of --env (--env addition,sequence: one for each), its task read from its "
         "config. --algo opd distils alone; on other presets add --set opd_coef=0.1 (repeatable)",
+    )
+    t.add_argument(
+        "--hf-model",
+        default=None,
+        metavar="NAME_OR_FOLDER",
+        help="train a Hugging Face causal LM (a hub name, or a local folder saved with save_pretrained) on a text "
+        "task (--env addition-text, the default, or countdown-text); needs pip install 'rltutor[hf]'",
+    )
+    t.add_argument(
+        "--lora-rank", type=int, default=None, help="with --hf-model: train rank-R LoRA adapters only (0: every weight)"
     )
     t.add_argument(
         "--set",

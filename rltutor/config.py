@@ -33,6 +33,7 @@ import numpy as np
 from rltutor.advantages import ESTIMATORS, GROUP_ESTIMATORS
 from rltutor.distill import DIVERGENCES, MULTITASK
 from rltutor.envs import ENVS
+from rltutor.envs.text import TEXT_TASKS  # (importing it registers the "<task>-text" environments)
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.envs.toolshell.forks import FORKS_ENV
 from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
@@ -54,6 +55,7 @@ __all__ = [
     "DISTILL_ALGOS",
     "LM_SCALES",
     "lm_settings",
+    "hf_settings",
 ]
 
 MAX_SEED = 2**63 - 1
@@ -123,6 +125,8 @@ DISTILL_ALGOS = ("opd",)
 """the presets that need a teacher (``--teacher RUN_DIR``): pure on-policy distillation"""
 LM_FIELDS = ("n_layer", "n_head", "n_embd", "critic_kind", "temperature", "sft_steps", "sft_lr", "overlong_buffer")
 """fields that apply only to token tasks (a TinyGPT policy)"""
+HF_FIELDS = ("hf_model", "lora_rank", "grad_checkpointing", "hf_dtype")
+"""fields that apply only to a Hugging Face model on a text task (``--hf-model``); left out of config.json elsewhere"""
 
 
 @dataclass
@@ -187,6 +191,18 @@ class Config:
     """language model: learning rate of the warm start"""
     overlong_buffer: int | None = None
     """language model: DAPO's soft overlong penalty over the last this-many tokens of the budget (None: off)"""
+
+    # --- a Hugging Face causal LM on a text task (chapter 13, rltutor.models.hf) --------------------
+    hf_model: str | None = None
+    """a transformers causal LM, a hub name or a local folder (``--hf-model``), trained on a "<task>-text"
+    environment; None: the package's own TinyGPT"""
+    lora_rank: int = 0
+    """Hugging Face model: rank of the LoRA adapters that train (peft); 0 trains every weight"""
+    grad_checkpointing: bool = False
+    """Hugging Face model: recompute activations in the backward pass (less memory, more time)"""
+    hf_dtype: str = "auto"
+    """Hugging Face model: "auto" (fp32 on a CPU, bf16 on Ampere or newer, fp16 + a gradient scaler on a T4),
+    "fp32", "bf16" or "fp16" (rltutor.models.hf.pick_dtype)"""
 
     # --- multi-turn agent (env "toolshell", chapter 11) ------------------------------------------
     context_budget: int = 512
@@ -305,7 +321,8 @@ class Config:
     uses_groups: bool = field(init=False)
     """the estimator is group-relative (needs groups of G >= 2)"""
     model: str = field(init=False)
-    """"gpt" for token tasks, "mlp" for vector environments: which model fields apply"""
+    """"gpt" for token tasks, "mlp" for vector environments, "hf" for a Hugging Face model (``hf_model``): which
+    model fields apply"""
 
     def __post_init__(self):
         check_choice("environment", self.env, ENVS)
@@ -365,6 +382,7 @@ class Config:
                 f"(each holds its rows of the batch in memory: rltutor.config.MAX_ROLLOUT_ENVS); lower {fix}"
             )
         self.model = "gpt" if self.env in TOKEN_TASKS or self.env in AGENT_ENVS or self.env == MULTITASK else "mlp"
+        self._check_hf()
         self._check_opd()
 
     def _check_opd(self) -> None:
@@ -398,6 +416,26 @@ class Config:
                 f"teachers distil token tasks ({', '.join(sorted(TOKEN_TASKS))}, or several: --env addition,sequence); "
                 f"{self.env!r} is not one"
             )
+
+    def _check_hf(self) -> None:
+        """A text task needs a Hugging Face model and a Hugging Face model needs a text task (chapter 13)."""
+        if (self.env in TEXT_TASKS) != (self.hf_model is not None):
+            if self.hf_model is None:
+                raise ValueError(
+                    f"the text task {self.env!r} is played by a Hugging Face model: give --hf-model NAME_OR_FOLDER "
+                    "(or pick a token task such as addition for the TinyGPT)"
+                )
+            raise ValueError(
+                f"--hf-model trains on a text task ({', '.join(sorted(TEXT_TASKS))}), not on {self.env!r}; "
+                "add --env addition-text"
+            )
+        if self.hf_model is None:
+            return
+        check_int("lora_rank", self.lora_rank, 0)
+        check_choice("hf_dtype", self.hf_dtype, ("auto", "fp32", "bf16", "fp16"))
+        if not isinstance(self.grad_checkpointing, bool | np.bool_):
+            raise ValueError(f"grad_checkpointing must be True or False, got {self.grad_checkpointing!r}")
+        self.model = "hf"
 
     def _check_agent(self) -> None:
         """The agent's settings: the sub-trajectory mode must have what it is registered to need."""
@@ -499,6 +537,8 @@ class Config:
             skip = skip + AGENT_FIELDS
         if not self.teachers:
             skip = skip + OPD_FIELDS
+        if self.hf_model is None:
+            skip = skip + HF_FIELDS
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
 
     @classmethod
@@ -700,7 +740,34 @@ def tuned_settings(algo: str, env: str, scale: str | None = None) -> dict | None
     if (env in TOKEN_TASKS or env == MULTITASK) and algo in (*LM_ALGOS, *DISTILL_ALGOS):
         s = lm_settings(algo, env, scale, task_options=LM_TASK_OPTIONS.get(env))
         return {k: v for k, v in s.items() if k not in ("algo", "env", "seed", "total_steps")}
+    if env in TEXT_TASKS and algo in LM_ALGOS:
+        return hf_settings(algo, scale)
     return None
+
+
+# ----------------------------------------------------------------------------------------------
+# A Hugging Face model on a text task (chapter 13)
+# ----------------------------------------------------------------------------------------------
+
+HF_SCALES = {
+    "quick": dict(num_groups=2, group_size=4, minibatches=2, eval_every=5),
+    "full": dict(num_groups=8, group_size=8, minibatches=4, eval_every=10),
+}
+"""prompts x completions per update for a Hugging Face model ("quick": a tiny model on a CPU; "full": a GPU)"""
+
+
+def hf_settings(algo: str, scale: str | None = None) -> dict:
+    """The settings ``rltutor train --hf-model`` starts ``algo`` from: the LM chapters' (token-level PPO with
+    gamma = lambda = 1, :data:`LM_OVERRIDES`), the batch of :data:`HF_SCALES`, Adam at 1e-5 (a pretrained
+    model; with LoRA, ``--set lr=1e-4`` is the usual choice), gradient norm clipped to 1, the device "auto"."""
+    check_choice("language-model algorithm", algo, LM_ALGOS)
+    sc = resolve_scale(scale)
+    out = dict(HF_SCALES[sc], scale=sc, lr=1e-5, anneal_lr=False, max_grad_norm=1.0, device="auto", sft_steps=0)
+    out.update(LM_OVERRIDES.get(algo, {}))
+    out.pop("overlong_buffer", None)  # DAPO's soft overlong penalty is the token tasks' (rltutor.rollout.tokens)
+    if algo == "reinforce_pp":
+        out.update(num_groups=out["num_groups"] * out["group_size"], group_size=1)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

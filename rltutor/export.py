@@ -63,7 +63,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from rltutor.config import AGENT_FIELDS, OPD_FIELDS, Config
+from rltutor.config import AGENT_FIELDS, HF_FIELDS, OPD_FIELDS, Config
 from rltutor.envs.tokens import TASKS as TOKEN_TASKS
 from rltutor.envs.tokens import make_task
 from rltutor.utils import check_choice
@@ -363,6 +363,13 @@ def _common(ex: _Builder) -> None:
             *agent,
         )
     _distillation(ex)
+    hf = [f for f in HF_FIELDS if f in ex.fields]
+    if hf:
+        ex.note(
+            f"the Hugging Face model {ex.c.hf_model!r}: verl actor_rollout_ref.model.path (LoRA: .lora_rank), TRL the "
+            "trainer's model argument (LoRA: a peft_config), slime --hf-checkpoint; set it to the same model there",
+            *hf,
+        )
     if not c.dynamic_sampling:
         ex.note("used only with dynamic sampling, which is off", "max_draws")
     if c.kl_coef == 0:

@@ -194,7 +194,8 @@ class Trainer:
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5, fused=fused)
         self.ref_policy = None
         if config.kl_coef > 0:  # a frozen copy of the initial policy: pi_ref
-            self.ref_policy = copy.deepcopy(self.policy).requires_grad_(False).eval()
+            own = getattr(self.policy, "reference", None)  # a policy's own pi_ref (models/hf.py: LoRA's adapter off)
+            self.ref_policy = own() if own else copy.deepcopy(self.policy).requires_grad_(False).eval()
         self.teachers = self._load_teachers() if config.teachers else None  # on-policy distillation: pi_teacher
         self.update_idx = 0  # updates done
         self.env_steps = 0  # environment steps collected
@@ -354,11 +355,18 @@ class Trainer:
                         f"{None if vl is None else vl.item()}); training stopped before the optimizer step, so "
                         "the last checkpoint is untouched (try a lower lr or max_grad_norm)"
                     )
+                scaler = getattr(self.policy, "grad_scaler", None)  # models/hf.py: fp16 (a T4) scales the loss
                 self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                (scaler.scale(loss) if scaler else loss).backward()
+                if scaler:
+                    scaler.unscale_(self.optimizer)
                 max_norm = c.max_grad_norm if c.max_grad_norm is not None else math.inf
                 grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)  # ||g|| before clipping
-                self.optimizer.step()
+                if scaler:
+                    scaler.step(self.optimizer)  # skipped when a gradient overflowed fp16
+                    scaler.update()
+                else:
+                    self.optimizer.step()
                 for k, v in (
                     ("policy_loss", pl.item()),
                     ("value_loss", math.nan if vl is None else vl.item()),

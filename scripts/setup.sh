@@ -17,10 +17,10 @@ VPY=.venv/bin/python
 "$VPY" scripts/web_assets.py
 # The stamp records what was installed: a hash of pyproject.toml and this script, then the extras. The
 # install is skipped when the hash matches and the extras asked for are among those installed, so a
-# superset satisfies a subset (scripts/test.sh asks for book,test,ray; scripts/book.sh for book,test:
+# superset satisfies a subset (scripts/test.sh asks for book,test,ray,hf; scripts/book.sh for book,test,hf:
 # run alternately, neither reinstalls). With the hash unchanged, new extras are added to the old ones.
 extras_list() { tr ', ' '\n\n' | sed '/^$/d' | sort -u; }
-WANT=$(printf '%s' "${RLTUTOR_EXTRAS:-book,test}" | extras_list)
+WANT=$(printf '%s' "${RLTUTOR_EXTRAS:-book,test,hf}" | extras_list)
 HASH=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 HAVE_HASH="" HAVE=""
 if [ -f .setup-stamp ]; then

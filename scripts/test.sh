@@ -71,7 +71,7 @@ export RLTUTOR_QUICK=1 PYTHONHASHSEED=0 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export RLTUTOR_EXECUTED_DIR="$(pwd)/_build/executed"
 
 run_setup() {
-    RLTUTOR_EXTRAS=${RLTUTOR_EXTRAS:-book,test,ray} bash scripts/setup.sh
+    RLTUTOR_EXTRAS=${RLTUTOR_EXTRAS:-book,test,ray,hf} bash scripts/setup.sh
 }
 run_ruff() {
     .venv/bin/ruff check .
