@@ -25,8 +25,16 @@ Pre-stated test of the noisy-reward lab (committed before its main runs; the pil
 * (b), (c) The mechanism is present: per algorithm, noisy - clean, end reward (refuted: the noise costs
   reward). (d), (e) Training works: per noisy arm, end - first 5 updates (confirmed: it learns despite the
   noise). Holm across (a)-(e). The clean arms' gains are shown beside them.
-* Pilot (seeds 100-102, stored as ``noisy_reward_pilot``, never counted): see the "Pilot" entry below for
-  the spread of (a) per seed and the n chosen by :func:`rltutor.experiments.stats.seeds_for_power`.
+* Pilot (2026-12-01, seeds 100-102, stored as ``noisy_reward_pilot``, never counted): the sd over seeds of
+  (a) per seed is 0.029 (3 seeds, 2 degrees of freedom: a rough estimate); the training gains (end - first
+  5 updates) were GRPO 0.18 clean, 0.05 noisy, PPO 0.19 clean, 0.05 noisy, so the noise costs both a lot and
+  (b), (c) can be seen. :func:`noisy_reward_power` gives n = 8 seeds for 80% power at delta = 0.05 at
+  alpha / 5. Main runs: seeds 0-7 (8 seeds, about 25 minutes of wall time and 5 CPU-minutes on the shared
+  2-core machine, inside the budget), 100 updates each, flip 0.25::
+
+      python -m rltutor.experiments.claims --seeds 0 1 2 3 4 5 6 7 --out rltutor/data/lm/noisy_reward.csv
+
+  The clean arms of seeds 0-5 are chapter 07's L = 4 runs again (the same configuration and seed).
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ __all__ = [
     "noisy_reward_power",
     "CLAIM_VERDICTS",
     "CLAIM_COLUMNS",
+    "NUMBER_COLUMNS",
     "Claim",
     "CLAIMS",
     "read_stored",
@@ -256,7 +265,15 @@ CLAIM_VERDICTS = (*VERDICTS, "not testable here")
 """The verdicts a claim can get: the four of :mod:`rltutor.experiments.stats`, or not testable here (and why)."""
 
 CLAIM_COLUMNS = ("key", "claim", "source", "verdict", "basis", "evidence", "chapter", "data")
-"""The columns of :func:`claims_table`."""
+"""The columns of :func:`claims_table` (besides :data:`NUMBER_COLUMNS`)."""
+NUMBER_COLUMNS = ("contrast", "metric", "estimate", "ci_low", "ci_high", "delta")
+"""The stored contrast behind a verdict, where there is one (else empty): for a page's plot."""
+
+
+def _numbers(row) -> dict:
+    if row is None:
+        return {k: (None if k in ("contrast", "metric") else float("nan")) for k in NUMBER_COLUMNS}
+    return {k: row[k] for k in NUMBER_COLUMNS}
 
 
 def read_stored(name: str) -> pd.DataFrame:
@@ -385,7 +402,7 @@ def _claim_ranks(read):
 def _claim_row(name: str, contrast: str, sign: int, metric: str = "", note: str = ""):
     def decide(read):
         r = _pick(lm_table(read, name), contrast, metric)
-        return _flip(r.verdict, sign), _row_text(r) + note, "the book's stored runs"
+        return _flip(r.verdict, sign), _row_text(r) + note, "the book's stored runs", r
 
     return decide
 
@@ -411,7 +428,7 @@ def _claim_horizon(read):
         + "; the follow-up it replicates (seeds 0-5, chosen after a first result): "
         + f.verdict
     )
-    return r.verdict, ev, "the book's stored runs"
+    return r.verdict, ev, "the book's stored runs", r
 
 
 def _claim_parallel(read):
@@ -420,7 +437,7 @@ def _claim_parallel(read):
         _row_text(r)
         + "; what is tested is the cost of one update on one CPU, not how either scales across accelerators"
     )
-    return r.verdict, ev, "the book's stored runs (one CPU)"
+    return r.verdict, ev, "the book's stored runs (one CPU)", r
 
 
 @dataclass(frozen=True)
@@ -528,7 +545,9 @@ def claims_table(read=None) -> pd.DataFrame:
     read = read or read_stored
     rows = []
     for c in CLAIMS:
-        verdict, evidence, basis = c.decide(read)
+        out = c.decide(read)  # (verdict, evidence, basis) or, for a stored contrast, (..., its verdict row)
+        verdict, evidence, basis = out[:3]
+        row = out[3] if len(out) > 3 else None
         if verdict not in CLAIM_VERDICTS:
             raise ValueError(f"claim {c.key!r} got verdict {verdict!r}; valid: {', '.join(CLAIM_VERDICTS)}")
         rows.append(
@@ -541,9 +560,10 @@ def claims_table(read=None) -> pd.DataFrame:
                 "evidence": evidence,
                 "chapter": c.chapter,
                 "data": ", ".join(c.data),
+                **_numbers(row),
             }
         )
-    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS) + list(NUMBER_COLUMNS))
 
 
 def critic_memory(seed: int = 0) -> pd.DataFrame:
@@ -570,7 +590,7 @@ def critic_memory(seed: int = 0) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------
 
 DECISION_COLUMNS = ("situation", "start with", "switch when", "the book's evidence", "verdict", "rests on")
-"""The columns of :func:`decision_table`."""
+"""The columns of :func:`decision_table` that a page shows (then :data:`NUMBER_COLUMNS`, for its plot)."""
 
 _GLM = "[GLM-5.2's release post](https://huggingface.co/blog/zai-org/glm-52-blog)"
 
@@ -607,6 +627,7 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             f"GRPO cheaper per update: {cost.verdict} {link(cost.chapter)}",
             "verdict": eff.verdict,
             "rests on": _support(eff.verdict, ("refuted", "equivalent"), "DeepSeekMath and DeepSeek-R1"),
+            **_numbers(eff),
         }
     )
     hz = c.loc["critic_horizon"]
@@ -619,6 +640,7 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             f"compaction at toy scale: see {link('11_agents_compaction.ipynb')}",
             "verdict": hz.verdict,
             "rests on": _support(hz.verdict, ("confirmed",), "GLM-5.2's release post " + _GLM),
+            **_numbers(hz),
         }
     )
     nz = c.loc["reward_noise"]
@@ -631,6 +653,7 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             "the book's evidence": f"PPO more robust to flipped rewards: {nz.verdict} {link(nz.chapter)}",
             "verdict": nz.verdict,
             "rests on": _support(nz.verdict, ("confirmed", "refuted", "equivalent"), "none found"),
+            **_numbers(nz),
         }
     )
     rows.append(
@@ -642,6 +665,7 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             "memory counted exactly on the page",
             "verdict": cost.verdict,
             "rests on": _support(cost.verdict, ("confirmed",), "the parameter count (exact) and DeepSeekMath"),
+            **_numbers(cost),
         }
     )
     ch = _pick(lm_table(read, "clip_higher"), "eps_high=0.28 - eps_high=0.2", "entropy")
@@ -653,6 +677,7 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             "the book's evidence": f"clip-higher holds entropy up: {ch.verdict} {link('09_dapo_clip_higher.ipynb')}",
             "verdict": ch.verdict,
             "rests on": _support(ch.verdict, ("confirmed",), "DAPO (Yu et al. 2025)"),
+            **_numbers(ch),
         }
     )
     lb = _pick(lm_table(read, "length_bias"), "GRPO - Dr.GRPO", "wrong")
@@ -664,9 +689,10 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             "the book's evidence": f"GRPO's wrong answers longer: {lb.verdict} {link('08_length_bias_dr_grpo.ipynb')}",
             "verdict": lb.verdict,
             "rests on": _support(lb.verdict, ("confirmed",), "Dr.GRPO (Liu et al. 2025)"),
+            **_numbers(lb),
         }
     )
-    return pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
+    return pd.DataFrame(rows, columns=list(DECISION_COLUMNS) + list(NUMBER_COLUMNS))
 
 
 def markdown_table(df: pd.DataFrame) -> str:
