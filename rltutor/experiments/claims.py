@@ -382,7 +382,7 @@ def _claim_monotonic(read, width: int = 20, alpha: float = 0.05):
         f"in {fell}; beyond noise (z > {crit:.2f}, Bonferroni) in {len(big)}; the largest fall {size:.3f} "
         f"(z = {z:.2f}, {name}, run {k}, after updates {a * width + 1}-{(a + 1) * width})"
     )
-    return "refuted", ev, "the theory (no such theorem for PPO)" + (" and the stored runs" if big else "")
+    return "refuted", ev, "the theory: PPO has no such theorem" + (", and the stored runs" if big else "")
 
 
 def _claim_ranks(read):
@@ -639,7 +639,7 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             "the book's evidence": f"PPO's lead grows with the horizon: {hz.verdict} {link(hz.chapter)}; "
             f"compaction at toy scale: see {link('11_agents_compaction.ipynb')}",
             "verdict": hz.verdict,
-            "rests on": _support(hz.verdict, ("confirmed",), "GLM-5.2's release post " + _GLM),
+            "rests on": _support(hz.verdict, ("confirmed",), _GLM),
             **_numbers(hz),
         }
     )
@@ -664,7 +664,12 @@ def decision_table(read=None, claims: pd.DataFrame | None = None) -> pd.DataFram
             "the book's evidence": f"GRPO cheaper per update: {cost.verdict} {link(cost.chapter)}; "
             "memory counted exactly on the page",
             "verdict": cost.verdict,
-            "rests on": _support(cost.verdict, ("confirmed",), "the parameter count (exact) and DeepSeekMath"),
+            "rests on": _support(
+                cost.verdict,
+                ("confirmed",),
+                "the exact parameter count on the claims page (a separate critic doubles the training state)"
+                " and DeepSeekMath",
+            ),
             **_numbers(cost),
         }
     )
