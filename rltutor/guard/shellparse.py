@@ -228,7 +228,7 @@ def b64(s: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 _OP_CHARS = frozenset("&|;<>()\n")
-_BARE_RE = re.compile(r"[^ \t\\'\"$`|;&<>()\n#]+|#")
+_BARE_RE = re.compile(r"([^ \t\\'\"$`|;&<>()\n#]+)[ \t]*")  # a run of ordinary characters, the blanks after it
 _DQ_RUN_RE = re.compile(r'[^"\\$`]+')  # inside double quotes: no quote, backslash, $ or backquote
 _OPS = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")
 _OP_RE = re.compile("|".join(re.escape(op) for op in _OPS))  # alternatives tried in _OPS order
@@ -294,8 +294,11 @@ def tokenize(s: str) -> list:
         c = s[i]
         if c not in _TOK_SPECIAL:  # a run of ordinary characters (the most common case: tested first)
             m = _BARE_RE.match(s, i)
-            word.append(("lit", m.group(0), False))
+            word.append(("lit", m.group(1), False))
             i = m.end()
+            if i != m.end(1):  # blanks follow: the word ends
+                toks.append(("word", word))
+                word = []
         elif c == " " or c == "\t":
             if word:
                 toks.append(("word", word))
