@@ -216,6 +216,8 @@ def _quoted_words(command: str) -> list[str]:
     be settled, ``"X=asse" Q=rt sh -c 'grep -n $X$Q tests/hidden/test_answer.py'``, which ToolShell runs
     as the command "X=asse": not found; four judge scores move by at most 0.08). Deleting this function
     and its one call, with new digests, is the decision to take."""
+    if "'" not in command and '"' not in command:
+        return _QWORD_RE.findall(command)  # no quotes to drop
     argv = []
     for w in _QWORD_RE.findall(command):
         if '"' not in w:  # every ' is a quote: drop them
