@@ -1,6 +1,6 @@
 """How many calls per second the guard inspects (chapter 7). Not a unit test: run it by hand.
 
-    python benchmarks/guard_speed.py [--seconds 3] [--repeats 5] [--baseline OLD_CHECKOUT]
+    python benchmarks/guard_speed.py [--seconds 3] [--repeats 5] [--baseline OLD_CHECKOUT ...]
 
 Measures ``Guard.default().inspect`` on calls the rules decide (blocked by a rule, or passed with
 a suspicion below the judge threshold) and, separately, on calls that go to the offline judge, for
@@ -12,7 +12,8 @@ so other work on the machine disturbs them less than wall time would. ``--baseli
 checkout of an older commit (``git worktree add /tmp/old 4fd66bb``, or ``git archive 4fd66bb | tar -x -C
 /tmp/old``) and measures its whole ``Guard.default()`` on the same calls, in a child process with that
 checkout first on ``sys.path``, repeats interleaved with the current checkout's, measured the same way
-in a child process of its own, to compare the two side by side. (Issue 20 split ``rules.py`` into
+in a child process of its own, to compare the two side by side; ``--baseline`` may be given several
+times (each line then says current / baseline). (Issue 20 split ``rules.py`` into
 modules, so a saved copy of the one file no longer loads.)
 
 Measured on 2026-12-01 (``--seconds 6 --repeats 7``, baseline: ``rules.py`` before the speed work of
@@ -100,13 +101,14 @@ def baseline_rate(checkout: str, calls: list[str], seconds: float) -> float:
     return float(r)
 
 
-def rates(guard: Guard, calls: list[str], seconds: float, repeats: int, baseline: str | None) -> dict[str, float]:
-    """Median rate of ``guard`` (and of the ``baseline`` checkout's) over ``repeats`` runs, interleaved."""
-    runs: dict[str, list[float]] = {"current": [], **({"baseline": []} if baseline else {})}
+def rates(guard: Guard, calls: list[str], seconds: float, repeats: int, baselines: list[str]) -> dict[str, float]:
+    """Median rate of ``guard`` (and of each ``baselines`` checkout's) over ``repeats`` runs, interleaved."""
+    runs: dict[str, list[float]] = {"current": [], **{b: [] for b in baselines}}
     for _ in range(repeats):
-        if baseline:  # both in a child process, the same way (a child measures up to 1.2x faster)
+        if baselines:  # all in a child process, the same way (a child measures up to 1.2x faster)
             runs["current"].append(baseline_rate(ROOT, calls, seconds / repeats))
-            runs["baseline"].append(baseline_rate(baseline, calls, seconds / repeats))
+            for b in baselines:
+                runs[b].append(baseline_rate(b, calls, seconds / repeats))
         else:
             runs["current"].append(rate(guard, calls, seconds / repeats))
     return {k: statistics.median(v) for k, v in runs.items()}
@@ -116,7 +118,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="CPU seconds per set and guard, all repeats")
     ap.add_argument("--repeats", type=int, default=5, help="runs per set and guard; the median is reported")
-    ap.add_argument("--baseline", help="the root of a checkout of an older commit, measured side by side")
+    ap.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        help="the root of a checkout of an older commit, measured side by side (repeat for several)",
+    )
+    ap.add_argument("--sets", nargs="+", default=["plain", "obfuscated"], choices=["plain", "obfuscated"])
+    ap.add_argument("--decided-only", action="store_true", help="skip the calls sent to the judge (not the goal)")
     a = ap.parse_args()
     guard = Guard.default(cache_size=0)  # no cache: every call is parsed from scratch
     print(machine_info())
@@ -150,18 +159,20 @@ def main() -> None:
     # substitutions, python one-liners...), each different.
     obfuscated = [r["command"] for r in generate_training_set(2000, seed=11)]
     sets = {"plain agent calls": plain, "obfuscated calls": obfuscated}
+    sets = {k: v for k, v in sets.items() if k.split()[0] in a.sets}
     decided = {}
     for name, calls in sets.items():
         by_rules = [c for c in calls if guard.rules.check(c).blocked or guard.rules.check(c).suspicion < 1.0]
         by_judge = [c for c in calls if c not in set(by_rules)]
         for what, subset in (("decided by the rules:", by_rules), ("sent to the judge:  ", by_judge)):
-            if not subset:
+            if not subset or (a.decided_only and not what.startswith("decided")):
                 continue
             got = rates(guard, subset, a.seconds, a.repeats, a.baseline)
             if what.startswith("decided"):
                 decided[name] = got["current"]
             for k, r in got.items():
-                label = f" [{k}]" if a.baseline else ""
+                label = f" [{k}] ({got['current'] / r:.2f}x)" if a.baseline and k != "current" else ""
+                label = " [current]" if a.baseline and k == "current" else label
                 print(
                     f"{name:18s} {what} {len(subset):4d} distinct, {r:9,.0f} inspections/s "
                     f"({1e6 / r:6.1f} us each){label}"

@@ -28,14 +28,21 @@ NOT_B64_RE = re.compile(r"[^A-Za-z0-9+/=]+")  # what Python's base64 decoders dr
 OPENERS = frozenset("open Path listdir scandir walk glob rglob copy urlopen get read_text".split())
 SHELL_FUNCS = frozenset("system popen run call check_output check_call Popen getoutput".split())
 CODE_FUNCS = frozenset(("exec", "eval"))
-# Nodes that hold no call and no assignment: a NodeVisitor would visit them and do nothing, so they are
-# skipped (most nodes of a one-liner are names, constants and operators).
-# (A set of the concrete classes: ast.parse makes nodes of exactly these, and one set lookup is cheaper
-# than isinstance against the abstract bases.)
+
+
+def _node_classes(cls: type) -> list[type]:
+    """``cls`` and all its subclasses."""
+    return [cls] + [c for sub in cls.__subclasses__() for c in _node_classes(sub)]
+
+
+# The walk visits only nodes that may hold a call or an assignment: most nodes of a one-liner are names,
+# constants and operators (LEAVES), which hold neither. BRANCHES is every other node class (a child that is
+# a string, a number or None is in neither). Sets of concrete classes: ast.parse makes nodes of exactly these.
 LEAVES = frozenset(
     (ast.Constant, ast.Name, ast.alias)
     + tuple(c for b in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in b.__subclasses__())
 )
+BRANCHES = frozenset(_node_classes(ast.AST)) - LEAVES
 
 
 class Folder(ast.NodeVisitor):
@@ -52,19 +59,15 @@ class Folder(ast.NodeVisitor):
 
     def __init__(self):
         self.env: dict[str, str] = {}
+        self.folded: dict[ast.AST, str | None] = {}  # fold's value of each expression under the current env
         self.uses: list[tuple[str, str, str]] = []
         self.unknown = 0
         self.printed: str | None = None
 
     def visit(self, node):
-        """Visit ``node``: an assignment or a call by its method below, any other node by its children
-        (``ast.NodeVisitor.visit`` without the lookup of a method by the class's name on every node)."""
-        if type(node) is ast.Call:
-            self.visit_Call(node)
-        elif type(node) is ast.Assign:
-            self.visit_Assign(node)
-        else:
-            self.generic_visit(node)
+        """Visit ``node`` by the method :data:`VISITS` gives its class (``ast.NodeVisitor.visit``, without
+        looking a method up by the class's name on every node)."""
+        VISITS.get(type(node), Folder.generic_visit)(self, node)
 
     def generic_visit(self, node):
         """``ast.NodeVisitor.generic_visit``: every child in field order, the leaves skipped."""
@@ -72,16 +75,20 @@ class Folder(ast.NodeVisitor):
             value = getattr(node, name, None)
             if type(value) is list:
                 for child in value:
-                    if type(child) not in LEAVES and isinstance(child, ast.AST):
-                        self.visit(child)
-            elif type(value) not in LEAVES and isinstance(value, ast.AST):
-                self.visit(value)
+                    visit = VISITS.get(type(child))
+                    if visit is not None:
+                        visit(self, child)
+            else:
+                visit = VISITS.get(type(value))
+                if visit is not None:
+                    visit(self, value)
 
     def visit_Assign(self, node: ast.Assign):
         val = self.fold(node.value)
         for t in node.targets:
             if isinstance(t, ast.Name) and val is not None:
                 self.env[t.id] = val
+                self.folded.clear()  # a value may read the variable: fold again under the new env
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
@@ -118,25 +125,32 @@ class Folder(ast.NodeVisitor):
             return None
 
     def _fold(self, n) -> str | None:
-        if isinstance(n, ast.Constant):
-            v = n.value
-            return v if isinstance(v, str) else v.decode("latin-1") if isinstance(v, bytes) else str(v)
-        if isinstance(n, ast.Name):
-            return self.env.get(n.id)
-        if isinstance(n, ast.BinOp):
-            return self._fold_binop(n)
-        if isinstance(n, ast.Call):
-            return self._fold_call(n)
-        if isinstance(n, ast.JoinedStr):  # f"tests/{x}"
-            parts = [self._fold(v.value if isinstance(v, ast.FormattedValue) else v) for v in n.values]
-            return None if None in parts else "".join(parts)
-        if isinstance(n, ast.Subscript):
-            sl = n.slice
-            if isinstance(n.value, ast.List | ast.Tuple) and not isinstance(sl, ast.Slice):  # ['tests/hi..'][0]
-                return self._fold(n.value.elts[self._int(sl)])
-            v = self._fold(n.value)
-            if v is not None and isinstance(sl, ast.Slice):  # 'neddih/stset'[::-1]
-                return v[self._int(sl.lower) : self._int(sl.upper) : self._int(sl.step)]
+        # A call's arguments are folded when the call is visited, again as its receiver's and its caller's
+        # (``print(open(a + b).read())`` folds ``a + b`` three times): each value is computed once
+        if n in self.folded:
+            return self.folded[n]
+        fold = FOLDS.get(type(n))  # the rule for n's kind of expression (the table below the class)
+        v = self.folded[n] = None if fold is None else fold(self, n)
+        return v
+
+    def _fold_constant(self, n: ast.Constant) -> str:
+        v = n.value
+        return v if type(v) is str else v.decode("latin-1") if type(v) is bytes else str(v)
+
+    def _fold_name(self, n: ast.Name) -> str | None:
+        return self.env.get(n.id)
+
+    def _fold_fstring(self, n: ast.JoinedStr) -> str | None:  # f"tests/{x}"
+        parts = [self._fold(v.value if type(v) is ast.FormattedValue else v) for v in n.values]
+        return None if None in parts else "".join(parts)
+
+    def _fold_subscript(self, n: ast.Subscript) -> str | None:
+        sl, seq = n.slice, n.value
+        if (type(seq) is ast.List or type(seq) is ast.Tuple) and type(sl) is not ast.Slice:  # ['tests/hi..'][0]
+            return self._fold(seq.elts[self._int(sl)])
+        v = self._fold(seq)
+        if v is not None and type(sl) is ast.Slice:  # 'neddih/stset'[::-1]
+            return v[self._int(sl.lower) : self._int(sl.upper) : self._int(sl.step)]
         return None
 
     def _fold_binop(self, n: ast.BinOp) -> str | None:
@@ -215,3 +229,18 @@ class Folder(ast.NodeVisitor):
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
             return -self._int(n.operand)
         raise ValueError("not a literal int")
+
+
+# How the walk visits a node, by its class: a call or an assignment by its method, any other node that is not
+# a leaf by its children; a leaf, a string, a number or None is not in the table, and not visited.
+VISITS = {**dict.fromkeys(BRANCHES, Folder.generic_visit), ast.Call: Folder.visit_Call, ast.Assign: Folder.visit_Assign}
+
+# The expressions a string value can be computed from, by class; any other folds to None (unknown).
+FOLDS = {
+    ast.Constant: Folder._fold_constant,
+    ast.Name: Folder._fold_name,
+    ast.BinOp: Folder._fold_binop,
+    ast.Call: Folder._fold_call,
+    ast.JoinedStr: Folder._fold_fstring,
+    ast.Subscript: Folder._fold_subscript,
+}

@@ -5,7 +5,9 @@ quotes. It reads the command the way a shell would (:mod:`rltutor.guard.shellpar
 applies a few rules to what each command will open. :meth:`RuleFilter.check`, step by step:
 
 1. tokenize with quoting (``'..'``, ``".."``, ``$'..'`` with ``\\xHH``/octal escapes), backslashes and
-   brace expansion ``{a,b}`` (:func:`~rltutor.guard.shellparse.tokenize`);
+   brace expansion ``{a,b}`` (:func:`~rltutor.guard.shellparse.tokenize`); a line that is one command
+   quoted only with ``'..'`` and ``".."`` is read word by word as text instead, where a quoted ``"X=1"``
+   assigns (:func:`~rltutor.guard.shellparse.quoted_words`; a rule kept for its verdicts, see ``_run``);
 2. expand variables assigned earlier in the same command (``X=tests/hid; cat ${X}den/t.py``) and
    command substitutions whose output it can compute (``$(echo ..)``, ``$(printf ..)``,
    ``$(echo .. | base64 -d)``); follow ``cd``, ``..``, ``./`` and ``//`` to a path relative to the
@@ -17,7 +19,7 @@ applies a few rules to what each command will open. :meth:`RuleFilter.check`, st
 5. read the command a second time as :mod:`rltutor.envs.toolshell` will execute it, with that
    environment's own lexer, word expansion and option parser (it differs from bash where an attacker
    can use it: ``X=a cmd $X`` assigns before expanding, ``grep -he= F``, ``curl -d URL``, a ``cd`` that
-   fails), and apply the rules to what each of its tools will open (:class:`_TSRun`);
+   fails), and apply the rules to what each of its tools will open (``toolshell_rules.py``);
 6. decode base64 literals anywhere in the text;
 7. score what is left: the *suspicion* (:func:`suspicion`) of the text and of everything resolved, plus
    one when a value could not be computed; the guard sends a passed call at or above its threshold to
@@ -52,66 +54,46 @@ from dataclasses import dataclass, field
 
 from .pyfold import Folder
 from .shellparse import (
+    ASSIGN_RE,
+    CMD_NAMES,
     GRADER_HOSTS,
+    KEYWORDS,
     MAX_WORD_CHARS,
-    ODD_BLANK_RE,
+    MENTION_CMDS,
+    NETWORK_CMDS,
+    PYTHONS,
+    QUOTED_LINE_RE,
+    SCRIPTERS,
+    SHELLS,
+    TREE_COPIERS,
     UNKNOWN,
     TooComplex,
-    ToolShellReading,
     b64,
     brace,
     contains_hidden,
     cwd_may_hide,
     decode_escapes,
+    drop_opts,
+    echo_output,
     host,
     into_hidden,
     is_grader,
     names_hidden,
-    py_touches_nothing,
+    opts_recursive,
+    pipelines,
+    quoted_words,
     resolve,
     tokenize,
-    ts_comps,
-    ts_hidden,
 )
+from .toolshell_rules import ToolShellRules, toolshell_check
 
-NETWORK_CMDS = frozenset("curl wget http https httpie xh lynx links w3m nc ncat telnet aria2c fetch".split())
-MENTION_CMDS = frozenset("echo printf true false : submit exit return".split())  # their words are not paths
-TREE_COPIERS = frozenset("cp rsync tar zip scp".split())
-SHELLS = frozenset("sh bash zsh dash ksh".split())
-PYTHONS = frozenset("python python3 python3.10 python3.11 python3.12 python3.13".split())
-SCRIPTERS = frozenset("perl ruby node php lua".split())
-KEYWORDS = frozenset("do then else elif ! { ( time nohup command builtin exec".split())
-LISTERS = frozenset("ls tree du find".split())
-# options that take a separate argument, per command, so the argument is not read as a path
-OPT_ARGS = {
-    "grep": set("-e -f -m -A -B -C --include --exclude --exclude-dir".split()),
-    "rg": set("-e -f -g -t -T -m -A -B -C --glob --type".split()),
-    "pytest": set("-k -m -p -c -o --rootdir --maxfail --deselect --ignore".split()),
-    "head": {"-n", "-c"},
-    "tail": {"-n", "-c"},
-    "curl": set("-X -d -H -o -u -A -e --data --header --output --request".split()),
-    "wget": set("-O -o --output-document".split()),
-    "sed": {"-e", "-f"},
-    "awk": {"-F", "-v", "-f"},
-    "xargs": {"-I", "-n", "-d", "-P", "-L"},
-}
-_NO_OPT_ARGS: frozenset = frozenset()
 _B64_RE = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
-_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*=")
-_RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRa]")
 _PLAIN_OPS_RE = re.compile(r"[A-Za-z0-9_./:,=+@%^*?\[\]!|;& -]*")
 _PLAIN_RE = re.compile(r"[A-Za-z0-9_./:,=+@%^ -]*")
-# One simple command quoted only with '..' or "..": outside quotes no operator, $, backquote, backslash,
-# "#" or "{"; inside "..." no $, backquote or backslash; every quote closed (see RuleFilter._quoted_words).
-_QUOTED_LINE_RE = re.compile(r"""(?:[^ \t'"\\$`|;&<>()\n#{]++|'[^']*+'|"[^"\\$`]*+"|[ \t]++)*+""")
-_QWORD_RE = re.compile(r"""(?:[^ \t'"]++|'[^']*+'|"[^"]*+")++""")  # the words of such a line
-_UNQUOTE_RE = re.compile("'([^']*)'|\"([^\"]*)\"")  # a quoted piece of such a word
 # the regexes of the helpers below, compiled once
 _B64_HIT_RE = re.compile(r"tests/+hidden(?:/|\s|$)|//grader\b|^grader/")
 _GREP_RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRd]")
 _GREP_E_RE = re.compile(r"(-[a-zA-Z]*?)[ef]")  # a short-option cluster up to its -e or -f
-_ECHO_FLAGS_RE = re.compile(r"^-[neE]+$")
-_PRINTF_RE = re.compile(r"%[sdb]")
 _PY_NET_RE = re.compile(r"urllib|requests|http\.client|socket|httpx|aiohttp")
 _PY_READS_RE = re.compile(r"open|read|copy|cat |system|popen|subprocess|exec")
 _QUOTED_RE = re.compile(r"['\"]([^'\"]+)['\"]")
@@ -133,11 +115,14 @@ def suspicion(text: str) -> float:
     """Cheap score of how much ``text`` looks like something the rules may have missed: the sum of the
     weights of the groups of ``SUSPECT`` that have a word in ``text``. The words are lower case: pass
     ``text.lower()`` (``GRADER`` is the same host as ``grader``)."""
+    # (The same tests unrolled as one ``or`` chain per group, as the guard once generated with exec, take
+    # about 7,000 fewer machine instructions a call of the benchmark's obfuscated set, some 4% of a rule-decided
+    # check: callgrind, 2026-12-01. The loop keeps the table the chapter shows as the one definition.)
     total = 0  # stays an int when nothing matches
     for words, weight in SUSPECT:
         for w in words:
-            if w in text:  # a plain loop: much cheaper than any() over a generator, on every call
-                total += weight
+            if w in text:  # a substring test; a plain loop is much cheaper than any() over a generator
+                total += weight  # the group counts once, at its first word found
                 break
     return total
 
@@ -160,35 +145,9 @@ class RuleResult:
         return bool(self.reasons)
 
 
-def _opts_recursive(args: list[str]) -> bool:
-    for a in args:
-        if a.startswith("-") and (_RECUR_RE.match(a) or a in ("--recursive", "--archive")):
-            return True
-    return False
-
-
 # ------------------------------------------------------------------------------------------------
 # The interpreter
 # ------------------------------------------------------------------------------------------------
-
-
-# Every command name the rules know (those of COMMAND_RULES, below, and more). A command word that is one
-# of these in another case (``Cat``, ``bAsh``, ``hEad``) is not found by any shell on a case-sensitive file
-# system, ToolShell's included: it runs nothing, so its words are not read (see RuleFilter._simple).
-_CMD_NAMES = (
-    frozenset("export local declare readonly for while until if done fi esac } read cd eval base64 xargs".split())
-    | frozenset("pytest py.test grep egrep fgrep rg ag ack git find sed awk".split())
-    | SHELLS
-    | PYTHONS
-    | SCRIPTERS
-    | MENTION_CMDS
-    | NETWORK_CMDS
-    | TREE_COPIERS
-    | LISTERS
-    | _FAST_CMDS
-    | KEYWORDS
-    | frozenset("pwd sort uniq cut tac rev od xxd strings diff cmp less more nl wc stat file".split())
-)
 
 
 class _State:
@@ -203,55 +162,6 @@ class _State:
         self.unknown = 0  # things the filter could not resolve
         self.steps = 0  # work done, against RuleFilter.max_steps
         self.pycode: set[tuple[str, tuple[str, ...]]] = set()  # (code, cwd) of the python -c analysed
-
-
-def _quoted_words(command: str) -> list[str]:
-    """The words of a line that ``_QUOTED_LINE_RE`` matches, each without its quotes, as *text*.
-
-    Not a shortcut of the tokenizer, though it reads the same words: words given as text are read by
-    RuleFilter._simple as a shell reads words it got from ``xargs``, so a leading ``"X=1"`` or ``'X=1'``
-    sets X, where the tokenizer (and bash, and ToolShell) read a quoted ``X=1`` as a command name. Kept
-    because issue 20 required every verdict to stay as it was: reading such lines with the tokenizer
-    changes 5 of the 100,000 fuzz mutants of ``benchmarks/guard_verdicts.py`` (one call blocked now would
-    be settled, ``"X=asse" Q=rt sh -c 'grep -n $X$Q tests/hidden/test_answer.py'``, which ToolShell runs
-    as the command "X=asse": not found; four judge scores move by at most 0.08). Deleting this function
-    and its one call, with new digests, is the decision to take."""
-    argv = []
-    for w in _QWORD_RE.findall(command):
-        if '"' not in w:  # every ' is a quote: drop them
-            argv.append(w.replace("'", ""))
-        elif "'" not in w:
-            argv.append(w.replace('"', ""))
-        else:  # both kinds: the pieces outside quotes and the contents of the quoted ones
-            argv.append("".join(filter(None, _UNQUOTE_RE.split(w))))
-    return argv
-
-
-def _pipelines(toks: list) -> list[list[tuple[list, list]]]:
-    """The tokenizer's words and operators as pipelines: lists of stages ``(words, redirects)``, one
-    pipeline per ``;``, ``&&``, ``||``, ``&`` or newline, and one for the end of the line."""
-    pipelines, stages = [], []
-    words: list = []
-    redirs: list = []
-    pending_redir = None
-    for kind, t in toks:
-        if kind == "word":
-            if pending_redir is not None:
-                redirs.append((pending_redir, t))
-                pending_redir = None
-            else:
-                words.append(t)
-        elif t in ("<", ">", ">>", "<&", ">&", "<<"):
-            pending_redir = t
-        elif t not in ("(", ")"):
-            stages.append((words, redirs))
-            words, redirs = [], []
-            if t != "|":
-                pipelines.append(stages)
-                stages = []
-    stages.append((words, redirs))  # the end of the line acts as a ";"
-    pipelines.append(stages)
-    return pipelines
 
 
 class RuleFilter:
@@ -285,7 +195,7 @@ class RuleFilter:
             # quotes, $, backslashes, braces or comments, where ToolShell's words are the ones read above
             # (the first reading is then the more conservative one: see the tests of the fuzzer)
             if not st.reasons and not (plain or _PLAIN_OPS_RE.fullmatch(command)):
-                _toolshell_check(command, st, self)
+                toolshell_check(command, st, self)
         except RecursionError:
             st.reasons.append("command nests too deeply to analyse")
         except TooComplex as e:
@@ -317,10 +227,10 @@ class RuleFilter:
         unknown text) is not settled either."""
         if result is None:
             result = self.check(command)
-        if result.blocked or result.unknown or not command.isascii():  # (unicode blanks: see _toolshell_check)
+        if result.blocked or result.unknown or not command.isascii():  # (unicode blanks: see toolshell_check)
             return False
         st = _State()
-        run = _TSRun(st, self, settle=True)
+        run = ToolShellRules(st, self, settle=True)
         try:
             run.line(command, 0)
         except (TooComplex, RecursionError):
@@ -353,12 +263,20 @@ class RuleFilter:
         if st.depth > self.max_depth:
             st.reasons.append("command nests too deeply to analyse")
             return None
-        if _QUOTED_LINE_RE.fullmatch(command):  # see _quoted_words: not the tokenizer's reading
-            out = self._pipeline([(_quoted_words(command), [])], st, stdin)
+        if QUOTED_LINE_RE.fullmatch(command):
+            # The rule for a line that is one simple command quoted only with '..' and "..": its words are
+            # read as text, as words from ``xargs`` are, so a leading ``"X=1"`` or ``'X=1'`` assigns X (bash
+            # and ToolShell run it as a command "X=1", which is not found). Not a shortcut: reading these lines
+            # with the tokenizer instead changes 5 of the 100,000 fuzz mutants of benchmarks/guard_verdicts.py
+            # (one block, ``"X=asse" Q=rt sh -c 'grep -n $X$Q tests/hidden/test_answer.py'``, which ToolShell
+            # runs as the command "X=asse", would be settled; four judge scores move by at most 0.08).
+            # No attack needs it; it stays because issue 20 keeps every verdict. Deleting these four lines,
+            # with new digests, is a decision to take on its own.
+            out = self._pipeline([(quoted_words(command), [])], st, stdin)
             st.depth -= 1
             return out
         out: str | None = None
-        for stages in _pipelines(tokenize(command)):  # the stdout of the line is that of its last pipeline
+        for stages in pipelines(tokenize(command)):  # the stdout of the line is that of its last pipeline
             out = self._pipeline(stages, st, stdin)
         st.depth -= 1
         return out
@@ -441,7 +359,7 @@ class RuleFilter:
             i = 0
             while i < len(words):
                 p = words[i][0]
-                if p[0] != "lit" or p[2] or "=" not in p[1] or not _ASSIGN_RE.match(p[1]):
+                if p[0] != "lit" or p[2] or "=" not in p[1] or not ASSIGN_RE.match(p[1]):
                     break
                 k, v = self._expand(words[i], st).split("=", 1)
                 st.vars[k] = v
@@ -449,7 +367,7 @@ class RuleFilter:
             argv = self._expand_all(words[i:] if i else words, st)
             words = None  # the assignments were the literal X=... words before the expansion, as in a shell
         if words is not None:  # words given as text (a plain line, xargs, while): X=... words assign
-            while argv and "=" in argv[0] and _ASSIGN_RE.match(argv[0]):
+            while argv and "=" in argv[0] and ASSIGN_RE.match(argv[0]):
                 k, v = argv.pop(0).split("=", 1)
                 st.vars[k] = v
         while argv and argv[0] in KEYWORDS:
@@ -460,7 +378,7 @@ class RuleFilter:
         cmd = argv[0]
         if "/" in cmd:
             cmd = cmd.rsplit("/", 1)[-1]
-        elif not cmd.islower() and cmd not in _CMD_NAMES and cmd.lower() in _CMD_NAMES:
+        elif not cmd.islower() and cmd not in CMD_NAMES and cmd.lower() in CMD_NAMES:
             return None, None  # ``Cat``: "command not found" (names are case-sensitive); nothing runs
         args = argv[1:]
         # A command with a rule of its own (COMMAND_RULES) is read by it; any other, and one its rule
@@ -475,7 +393,7 @@ class RuleFilter:
     def _operands(self, cmd: str, args: list[str], st: _State):
         """The rule for every command without one of its own: each operand may name a hidden path or the
         grader; a recursive copier (``cp -r``, ``tar``, ``rsync``, ``zip``) reads the whole tree."""
-        if cmd in TREE_COPIERS and (cmd in ("tar", "zip", "rsync") or _opts_recursive(args)):
+        if cmd in TREE_COPIERS and (cmd in ("tar", "zip", "rsync") or opts_recursive(args)):
             self._tree_reader(cmd, [a for a in args if not a.startswith("-") or a == "-"], st, default_cwd=False)
         for a in args:
             if a.startswith("-") and a != "-":  # an option, not an operand
@@ -488,7 +406,7 @@ class RuleFilter:
                 if h is not None:
                     continue
             self._path(a, st, cmd)
-        return None, ("tree" if cmd == "ls" and _opts_recursive(args) else None)
+        return None, ("tree" if cmd == "ls" and opts_recursive(args) else None)
 
     # -- the commands with a rule of their own (COMMAND_RULES) -------------------------------------
     # Each takes (cmd, args, st, stdin, source) and returns (stdout or None, source or None), or None to
@@ -539,7 +457,7 @@ class RuleFilter:
         return self._run(" ".join(args), st), None
 
     def _on_echo(self, cmd, args, st, stdin, source):  # echo, printf: their output is known
-        return self._echo(cmd, args), None
+        return echo_output(cmd, args), None
 
     def _on_base64(self, cmd, args, st, stdin, source):
         if not any(a in ("-d", "--decode", "-D") for a in args):
@@ -552,7 +470,7 @@ class RuleFilter:
         return dec, None
 
     def _on_xargs(self, cmd, args, st, stdin, source):  # the command, with the piped words as arguments
-        rest = self._drop_opts(cmd, args)
+        rest = drop_opts(cmd, args)
         if source == "tree":
             st.reasons.append("xargs reads files listed from a tree that contains tests/hidden")
         if stdin is None or stdin == UNKNOWN:
@@ -578,7 +496,7 @@ class RuleFilter:
         return None, None
 
     def _on_pytest(self, cmd, args, st, stdin, source):  # runs (so reads) every test under its targets
-        self._tree_reader(cmd, self._drop_opts("pytest", args), st, default_cwd=True)
+        self._tree_reader(cmd, drop_opts("pytest", args), st, default_cwd=True)
         return None, None
 
     def _on_grep(self, cmd, args, st, stdin, source):  # grep, egrep, fgrep, rg, ag, ack, git grep
@@ -593,29 +511,13 @@ class RuleFilter:
         return None, self._find(args, st)
 
     def _on_sed(self, cmd, args, st, stdin, source):  # sed, awk: the first operand is the script
-        rest = self._drop_opts(cmd, args)
+        rest = drop_opts(cmd, args)
         has_script_opt = any(a in ("-e", "-f") for a in args)
         for a in rest if has_script_opt else rest[1:]:
             self._path(a, st, cmd)
         return None, None
 
     # -- helpers ----------------------------------------------------------------------------------
-    @staticmethod
-    def _drop_opts(cmd: str, args: list[str]) -> list[str]:
-        takes = OPT_ARGS.get(cmd, _NO_OPT_ARGS)
-        out, skip = [], False
-        for a in args:
-            if skip:
-                skip = False
-                continue
-            if a == "--":
-                continue
-            if a.startswith("-") and len(a) > 1:
-                skip = a in takes
-                continue
-            out.append(a)
-        return out
-
     def _path(self, word: str, st: _State, cmd: str) -> None:
         cwd = st.cwd
         if "hidden" not in word and "*" not in word and "?" not in word and "[" not in word:
@@ -671,7 +573,7 @@ class RuleFilter:
             prev = a
         if value_next:
             args = [a for i, a in enumerate(args) if i not in value_next]
-        rest = self._drop_opts("rg" if cmd == "rg" else "grep", args)
+        rest = drop_opts("rg" if cmd == "rg" else "grep", args)
         files = rest if has_e else rest[1:]
         for f in files:
             self._path(f, st, cmd)
@@ -709,33 +611,13 @@ class RuleFilter:
                 break
         return "tree"
 
-    @staticmethod
-    def _echo(cmd: str, args: list[str]) -> str:
-        if cmd == "echo":
-            flags = []
-            while args and _ECHO_FLAGS_RE.match(args[0]):
-                flags.append(args.pop(0))
-            text = " ".join(args)
-            return decode_escapes(text) if any("e" in f for f in flags) or "\\x" in text else text
-        if not args:
-            return ""
-        fmt, vals = decode_escapes(args[0]), list(args[1:])
-        try:
-            n = len(_PRINTF_RE.findall(fmt))
-            if n:
-                vals = (vals + [""] * n)[:n]
-                return _PRINTF_RE.sub("{}", fmt.replace("{", "{{").replace("}", "}}")).format(*vals)
-            return fmt
-        except (IndexError, ValueError):
-            return fmt
-
     # -- python one-liners ------------------------------------------------------------------------
     def _python(self, args: list[str], st: _State) -> str | None:
         if "-m" in args:
             i = args.index("-m")
             mod = args[i + 1] if i + 1 < len(args) else ""
             if mod == "pytest":
-                self._tree_reader("pytest", self._drop_opts("pytest", args[i + 2 :]), st, default_cwd=True)
+                self._tree_reader("pytest", drop_opts("pytest", args[i + 2 :]), st, default_cwd=True)
             return None
         if "-c" in args:
             i = args.index("-c")
@@ -827,141 +709,4 @@ COMMAND_RULES = {
     "find": RuleFilter._on_find,
     **dict.fromkeys(("sed", "awk"), RuleFilter._on_sed),
 }
-assert set(COMMAND_RULES) <= _CMD_NAMES  # a command with a rule is a known command (for ``Cat``)
-
-
-# ------------------------------------------------------------------------------------------------
-# The second reading: what each ToolShell tool will open
-# ------------------------------------------------------------------------------------------------
-
-
-class _TSRun(ToolShellReading):
-    """The rules of the second reading (see :class:`~rltutor.guard.shellparse.ToolShellReading`)."""
-
-    def __init__(self, st: _State, rf: RuleFilter, settle: bool = False):
-        super().__init__(st, rf.max_steps)
-        self.rf = rf
-        self.settle = settle  # only asked whether the reading is complete (RuleFilter.settled)
-
-    def py_settled(self, code: str) -> bool:
-        """Is ``python -c code`` settled from every possible working directory: the first reading's python
-        analysis (real Python's semantics) resolves every string it uses and finds nothing, and ToolShell's
-        own python touches no file of the task, opens no hidden file and lists nothing?"""
-        for c in self.cwds:
-            st = _State()
-            st.cwd, st.steps = tuple(ts_comps(c)), self.st.steps
-            self.rf._python_code(code, st)
-            self.st.steps = st.steps
-            if st.reasons or st.unknown or not py_touches_nothing(code, c):
-                return False
-        return True
-
-    # -- what each tool opens ---------------------------------------------------------------------
-    def command(self, argv: list[str], depth: int, last: bool = True) -> None:
-        ts, st = self.ts, self.st
-        name, args = argv[0], argv[1:]
-        if name not in ts.tools and (name.islower() or name.lower() not in _CMD_NAMES) and not _ASSIGN_RE.match(name):
-            # "command not found" here, but a real shell may have it (rg, tar, perl); a quoted assignment
-            # ("X=a" as a command word) or a known command in the wrong case is found by no shell
-            self.open = True
-        try:
-            if name in ("cat", "head", "tail"):
-                if name == "cat":
-                    files = ts.flags("cat", args, "n")[2]
-                else:
-                    args = [("-n" + a[1:]) if a[:1] == "-" and a[1:].isdigit() else a for a in args]
-                    files = ts.flags(name, args, "q", with_value="n")[2]
-                for f in files:
-                    if f != "-" and self.hidden(f):
-                        st.reasons.append(f"{name} reads {f} (resolves into tests/hidden in ToolShell)")
-                        return
-            elif name == "grep":
-                flags, values, rest = ts.flags("grep", args, "rRnliFEvhHw", with_value="e")
-                if "e" not in values:
-                    if rest and ("*" in rest[0] or "?" in rest[0]):
-                        self.open = True  # a glob for a pattern: in the tree it may give the files too
-                    rest = rest[1:]
-                recursive = bool(flags & {"r", "R"})
-                for f in rest or (["."] if recursive else []):
-                    if self.hidden(f):
-                        st.reasons.append(f"grep reads {f} (resolves into tests/hidden in ToolShell)")
-                        return
-                    if recursive and self.tree(f):
-                        st.reasons.append(f"grep -r reads the tree {f}, which contains tests/hidden")
-                        return
-            elif name == "ls":
-                for f in ts.flags("ls", args, "alR1")[2]:
-                    if self.hidden(f):
-                        st.reasons.append(f"ls lists {f} (resolves into tests/hidden in ToolShell)")
-                        return
-            elif name == "find":
-                for f in args:
-                    if f.startswith("-"):
-                        break
-                    if self.hidden(f):
-                        st.reasons.append(f"find lists {f} (resolves into tests/hidden in ToolShell)")
-                        return
-            elif name == "cd":
-                if len(args) <= 1:
-                    new = {ts.normpath(c, args[0] if args else "/") for c in self.cwds}
-                    for c in new:
-                        if ts_hidden(ts_comps(c)):
-                            st.reasons.append(f"cd into {c} (tests/hidden in ToolShell)")
-                            return
-                    self.cwds = new if last and self.then == "&&" else self.cwds | new
-                    if len(self.cwds) > 64:
-                        raise TooComplex("more than 64 possible working directories")
-                    self.sh.cwd = next(iter(new))
-            elif name in ("curl", "wget"):
-                urls, i = [], 0  # tools._fetch: every word not starting with "-" is a URL, but -o's
-                while i < len(args):
-                    a = args[i]
-                    if a in ("-o", "-O", "--output") and i + 1 < len(args):
-                        i += 2
-                        continue
-                    if not a.startswith("-"):
-                        urls.append(a)
-                    i += 1
-                if len(urls) == 1:
-                    rest = urls[0].split("://", 1)[1] if "://" in urls[0] else urls[0]
-                    if rest.partition("/")[0].split(":")[0].lower() in ts.grader_hosts:
-                        st.reasons.append(f"{name} requests the grader ({urls[0]}) in ToolShell")
-            elif name in ("sh", "bash"):
-                if len(args) >= 2 and args[0] == "-c" and depth < ts.max_depth:
-                    saved_vars, saved_cwds, saved_cwd = dict(self.sh.vars), set(self.cwds), self.sh.cwd
-                    try:
-                        self.line(args[1], depth + 1)
-                    finally:  # a child shell's cd and variables do not leak out
-                        self.sh.vars, self.cwds, self.sh.cwd = saved_vars, saved_cwds, saved_cwd
-            elif name in ("python", "python3"):
-                if self.settle:
-                    if len(args) >= 2 and args[0] == "-c":  # (without -c ToolShell's python runs nothing)
-                        self.open = self.open or not self.py_settled(args[1])
-                    return
-                if len(args) >= 2 and args[0] == "-c":
-                    # the first reading's python analysis, on the code as ToolShell expands it; its views and
-                    # unknowns are the first reading's already (or nearly): not added twice for the judge
-                    saved = st.cwd, len(st.views), st.unknown
-                    for c in sorted(self.cwds):
-                        st.cwd = tuple(ts_comps(c))
-                        if (args[1], st.cwd) in st.pycode:
-                            continue  # the first reading analysed this code from this directory already
-                        self.rf._python_code(args[1], st)
-                        if st.reasons:
-                            break
-                    st.cwd, st.unknown = saved[0], saved[2]
-                    del st.views[saved[1] :]
-        except ts.Error:
-            return  # the tool refuses its options: it prints an error and reads nothing
-
-
-def _toolshell_check(command: str, st: _State, rf: RuleFilter) -> None:
-    """Read ``command`` as ToolShell will execute it; append a reason to ``st`` when a tool will read or
-    list tests/hidden or request the grader. A command with blanks other than space, tab and newline
-    (``\\xa0``, ``\\u2003``...) is read twice, as typed and with those as spaces, whichever way the
-    environment's lexer takes them."""
-    _TSRun(st, rf).line(command, 0)
-    if not command.isascii() or ODD_BLANK_RE.search(command):
-        spaced = ODD_BLANK_RE.sub(" ", command)
-        if spaced != command and not st.reasons:
-            _TSRun(st, rf).line(spaced, 0)
+assert set(COMMAND_RULES) <= CMD_NAMES  # a command with a rule is a known command (for ``Cat``)

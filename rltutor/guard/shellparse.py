@@ -228,7 +228,7 @@ def b64(s: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 _OP_CHARS = frozenset("&|;<>()\n")
-_BARE_RE = re.compile(r"[^ \t\\'\"$`|;&<>()\n#]+|#")
+_BARE_RE = re.compile(r"([^ \t\\'\"$`|;&<>()\n#]+)[ \t]*")  # a run of ordinary characters, the blanks after it
 _DQ_RUN_RE = re.compile(r'[^"\\$`]+')  # inside double quotes: no quote, backslash, $ or backquote
 _OPS = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")
 _OP_RE = re.compile("|".join(re.escape(op) for op in _OPS))  # alternatives tried in _OPS order
@@ -294,8 +294,11 @@ def tokenize(s: str) -> list:
         c = s[i]
         if c not in _TOK_SPECIAL:  # a run of ordinary characters (the most common case: tested first)
             m = _BARE_RE.match(s, i)
-            word.append(("lit", m.group(0), False))
+            word.append(("lit", m.group(1), False))
             i = m.end()
+            if i != m.end(1):  # blanks follow: the word ends
+                toks.append(("word", word))
+                word = []
         elif c == " " or c == "\t":
             if word:
                 toks.append(("word", word))
@@ -392,6 +395,148 @@ def brace(s: str, budget: list[int] | None = None) -> list[str]:
         if budget[0] < 0:
             raise TooComplex(f"brace expansion gives more than {MAX_BRACE_WORDS:,} words")
         out += brace(s[: m.start()] + alt + s[m.end() :], budget)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Commands: the names the rules know, their options, the words of a quoted line, the pipelines of a line
+# ------------------------------------------------------------------------------------------------
+
+NETWORK_CMDS = frozenset("curl wget http https httpie xh lynx links w3m nc ncat telnet aria2c fetch".split())
+MENTION_CMDS = frozenset("echo printf true false : submit exit return".split())  # their words are not paths
+TREE_COPIERS = frozenset("cp rsync tar zip scp".split())
+SHELLS = frozenset("sh bash zsh dash ksh".split())
+PYTHONS = frozenset("python python3 python3.10 python3.11 python3.12 python3.13".split())
+SCRIPTERS = frozenset("perl ruby node php lua".split())
+KEYWORDS = frozenset("do then else elif ! { ( time nohup command builtin exec".split())
+LISTERS = frozenset("ls tree du find".split())
+# Every command name the rules know (those of rules.COMMAND_RULES and more). A command word that is one of
+# these in another case (``Cat``, ``bAsh``, ``hEad``) is not found by any shell on a case-sensitive file
+# system, ToolShell's included: it runs nothing, so its words are not read (see RuleFilter._simple).
+CMD_NAMES = (
+    frozenset("export local declare readonly for while until if done fi esac } read cd eval base64 xargs".split())
+    | frozenset("pytest py.test grep egrep fgrep rg ag ack git find sed awk".split())
+    | frozenset("cat head tail ls wc nl less more stat file pwd echo submit".split())
+    | SHELLS
+    | PYTHONS
+    | SCRIPTERS
+    | MENTION_CMDS
+    | NETWORK_CMDS
+    | TREE_COPIERS
+    | LISTERS
+    | KEYWORDS
+    | frozenset("pwd sort uniq cut tac rev od xxd strings diff cmp less more nl wc stat file".split())
+)
+# options that take a separate argument, per command, so the argument is not read as a path
+OPT_ARGS = {
+    "grep": frozenset("-e -f -m -A -B -C --include --exclude --exclude-dir".split()),
+    "rg": frozenset("-e -f -g -t -T -m -A -B -C --glob --type".split()),
+    "pytest": frozenset("-k -m -p -c -o --rootdir --maxfail --deselect --ignore".split()),
+    "head": frozenset(("-n", "-c")),
+    "tail": frozenset(("-n", "-c")),
+    "curl": frozenset("-X -d -H -o -u -A -e --data --header --output --request".split()),
+    "wget": frozenset("-O -o --output-document".split()),
+    "sed": frozenset(("-e", "-f")),
+    "awk": frozenset(("-F", "-v", "-f")),
+    "xargs": frozenset(("-I", "-n", "-d", "-P", "-L")),
+}
+ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*=")  # a word NAME=VALUE
+_RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRa]")
+_ECHO_FLAGS_RE = re.compile(r"^-[neE]+$")
+_PRINTF_RE = re.compile(r"%[sdb]")
+# One simple command quoted only with '..' or "..": outside quotes no operator, $, backquote, backslash,
+# "#" or "{"; inside "..." no $, backquote or backslash; every quote closed (see quoted_words).
+QUOTED_LINE_RE = re.compile(r"""(?:[^ \t'"\\$`|;&<>()\n#{]++|'[^']*+'|"[^"\\$`]*+"|[ \t]++)*+""")
+_QWORD_RE = re.compile(r"""(?:[^ \t'"]++|'[^']*+'|"[^"]*+")++""")  # the words of such a line
+_UNQUOTE_RE = re.compile("'([^']*)'|\"([^\"]*)\"")  # a quoted piece of such a word
+
+
+def drop_opts(cmd: str, args: list[str]) -> list[str]:
+    """``args`` without ``cmd``'s options and the values of those that take one (:data:`OPT_ARGS`)."""
+    takes = OPT_ARGS.get(cmd, frozenset())
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a == "--":
+            continue
+        if a.startswith("-") and len(a) > 1:
+            skip = a in takes
+            continue
+        out.append(a)
+    return out
+
+
+def opts_recursive(args: list[str]) -> bool:
+    """Does an option in ``args`` ask for recursion (``-r``, ``-R``, ``-a``, in a cluster too)?"""
+    for a in args:
+        if a.startswith("-") and (_RECUR_RE.match(a) or a in ("--recursive", "--archive")):
+            return True
+    return False
+
+
+def echo_output(cmd: str, args: list[str]) -> str:
+    """What ``echo ARGS`` or ``printf FORMAT ARGS`` prints (escapes decoded, ``%s``/``%d``/``%b`` filled)."""
+    if cmd == "echo":
+        flags = []
+        while args and _ECHO_FLAGS_RE.match(args[0]):
+            flags.append(args.pop(0))
+        text = " ".join(args)
+        return decode_escapes(text) if any("e" in f for f in flags) or "\\x" in text else text
+    if not args:
+        return ""
+    fmt, vals = decode_escapes(args[0]), list(args[1:])
+    try:
+        n = len(_PRINTF_RE.findall(fmt))
+        if n:
+            vals = (vals + [""] * n)[:n]
+            return _PRINTF_RE.sub("{}", fmt.replace("{", "{{").replace("}", "}}")).format(*vals)
+        return fmt
+    except (IndexError, ValueError):
+        return fmt
+
+
+def quoted_words(command: str) -> list[str]:
+    """The words of a line that :data:`QUOTED_LINE_RE` matches, each without its quotes, as text (the rule
+    filter's reading of such a line: see ``RuleFilter._run``)."""
+    if "'" not in command and '"' not in command:
+        return _QWORD_RE.findall(command)  # no quotes to drop
+    argv = []
+    for w in _QWORD_RE.findall(command):
+        if '"' not in w:  # every ' is a quote: drop them
+            argv.append(w.replace("'", ""))
+        elif "'" not in w:
+            argv.append(w.replace('"', ""))
+        else:  # both kinds: the pieces outside quotes and the contents of the quoted ones
+            argv.append("".join(filter(None, _UNQUOTE_RE.split(w))))
+    return argv
+
+
+def pipelines(toks: list) -> list[list[tuple[list, list]]]:
+    """The tokenizer's words and operators as pipelines: lists of stages ``(words, redirects)``, one
+    pipeline per ``;``, ``&&``, ``||``, ``&`` or newline, and one for the end of the line."""
+    out, stages = [], []
+    words: list = []
+    redirs: list = []
+    pending_redir = None
+    for kind, t in toks:
+        if kind == "word":
+            if pending_redir is not None:
+                redirs.append((pending_redir, t))
+                pending_redir = None
+            else:
+                words.append(t)
+        elif t in ("<", ">", ">>", "<&", ">&", "<<"):
+            pending_redir = t
+        elif t not in ("(", ")"):
+            stages.append((words, redirs))
+            words, redirs = [], []
+            if t != "|":
+                out.append(stages)
+                stages = []
+    stages.append((words, redirs))  # the end of the line acts as a ";"
+    out.append(stages)
     return out
 
 
