@@ -15,11 +15,13 @@ What is there (:func:`names` lists it), each made by the command stored in or be
 * ``horizon/sweep/``: the GRPO-vs-PPO sweep (chapter 05; ``python -m rltutor.experiments.sweep``);
 * ``lm/*.csv`` with their ``.cmd`` files: the language-model labs over seeds, one file per chapter
   (``short_task``, ``horizon``, ``length_bias``, ``clip_higher``, ``family``: chapters 06-10, one row per
-  update and run; ``python -m rltutor.experiments.lm``);
+  update and run; ``python -m rltutor.experiments.lm``), and ``noisy_reward`` with its pilot (chapter 15's
+  reward-noise experiment; ``python -m rltutor.experiments.claims``);
 * ``agents/*.csv`` with their ``.cmd`` files: the agent's hack curves and guard comparisons (chapter 12), and the
   compaction lab (``compaction_headline``, ``compaction_other``, ``compaction_decoy``: learning curves
   per sub-advantage mode and context budget; ``compaction_snr``: gradient SNR per mode and budget)
-  (chapter 11; both ``python -m rltutor.experiments.agents``).
+  (chapter 11; both ``python -m rltutor.experiments.agents``); ``credit_pilot.*``: the pilot of the credit lab on the
+  forks family (issue 22; ``python -m rltutor.experiments.credit --pilot``, never counted in a verdict).
 
 A lab that regenerates one writes it with ``--out rltutor/data/...`` from the repository root. This module
 imports nothing from the package (the bottom layer, beside :mod:`rltutor.utils`).

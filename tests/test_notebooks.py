@@ -144,6 +144,9 @@ def test_notebook_runs(path, tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     manager = pytest.importorskip("jupyter_client.manager")
+    if path.stem == "13_real_models":  # a real (tiny random) Hugging Face model: the hf extra, Python >= 3.11
+        pytest.importorskip("transformers", reason="chapter 13 needs the hf extra (transformers needs Python 3.11)")
+        pytest.importorskip("peft", reason="chapter 13 needs the hf extra: pip install -e '.[hf]'")
     nb = nbformat.read(path, as_version=4)
     # Kernels talk over IPC sockets in a private folder, not TCP ports: two kernels started at the same
     # moment (two test workers) can otherwise race for a port, and a request then waits forever.

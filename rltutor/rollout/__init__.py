@@ -9,6 +9,8 @@
   :class:`~rltutor.rollout.agent.TokenChooser` (a language model writes each command) or the
   :class:`~rltutor.rollout.templates.TemplateChooser` (:mod:`rltutor.rollout.templates`: a template
   policy picks each command among candidates); one row per sub-trajectory;
+* :mod:`rltutor.rollout.text` -- :class:`~rltutor.rollout.text.TextCollector`: a Hugging Face causal LM
+  (:mod:`rltutor.models.hf`) answering the text tasks of :mod:`rltutor.envs.text`, G completions each;
 * :mod:`rltutor.rollout.context` -- the agent's :class:`~rltutor.rollout.context.Context` (token count
   and compaction under a budget, :class:`~rltutor.rollout.context.ContextSpec`) and its episode records;
   :mod:`rltutor.rollout.compaction` -- the compaction strategies and how the sub-trajectories of an
