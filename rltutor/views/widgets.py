@@ -186,12 +186,26 @@ class ExplorerFigure:
         self.axes_key = key
         self.full_draws += 1
 
-    def png(self) -> bytes:
-        """The figure as PNG bytes: the saved background, the curves and the marker drawn over it."""
+    def png(self, full: bool = False) -> bytes:
+        """The figure as PNG bytes: the saved background, the curves and the marker drawn over it.
+
+        ``full=True`` renders every artist through ``savefig`` instead (slower; the same picture but for drawing
+        order where a curve crosses a tick), for a first frame: the one a notebook saves, which its figure
+        hooks see as an ordinary matplotlib figure."""
         import io
 
         from PIL import Image
 
+        if full:
+            animated = [*self.lines.values(), self.marker]
+            for a in animated:
+                a.set_animated(False)
+            buf = io.BytesIO()
+            self.fig.savefig(buf, format="png")
+            for a in animated:
+                a.set_animated(True)
+            self.axes_key = None  # the canvas now holds the curves too: the next update draws a new background
+            return buf.getvalue()
         self.canvas.restore_region(self.background)
         for artist in (*self.lines.values(), self.marker):
             if artist.get_visible():
@@ -296,7 +310,7 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
                 cache[key] = explorer_frame(**args, batch_size=batch_size, n_batches=n_batches)
             d = cache[key]
             figure.update(d, w["metric"].value, w["T_marker"].value)
-            image.value = figure.png()
+            image.value = figure.png(full=state["redraws"] == 0)  # the first frame is the one a notebook saves
             at = d[d["T"] == w["T_marker"].value][["estimator", "snr", "cosine", "variance"]]
             readout.value = at.set_index("estimator").round(4).to_html()
             state.update(frame=d, error=None)
