@@ -107,6 +107,15 @@ def _figure_records() -> dict[str, dict]:
     return out
 
 
+BLOB_BASE64_JS = """async (url) => {
+  const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 8192) s += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  return btoa(s);
+}"""
+"""The bytes behind a blob: URL of the page, base64-encoded (for :func:`_image_sha1`)."""
+
+
 def _image_sha1(page: str, src: str) -> str | None:
     """The SHA-1 of the bytes an image of ``page`` shows (a data: URL or a file of the build)."""
     if src.startswith("data:"):
@@ -317,6 +326,11 @@ def test_page_in_browser(browser, server, shots, page):
             pass
         p.wait_for_load_state("networkidle")
         found = p.evaluate(CHECK_JS)
+        # an ipywidgets Image shows its PNG as a blob: URL, which only the page can read: fetch its bytes there
+        found["figures"] = [
+            ("data:image/png;base64," + p.evaluate(BLOB_BASE64_JS, src) if src.startswith("blob:") else src, scale)
+            for src, scale in found["figures"]
+        ]
         p.screenshot(path=str(shots / (page.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
     finally:
         loaded.close()
