@@ -79,7 +79,7 @@ import pandas as pd
 import torch
 
 from rltutor.config import TEMPLATE_TASKS, resolve
-from rltutor.experiments.runs import RunStore, run_all, store_records
+from rltutor.experiments.runs import RunStore, run_all, store_records, trained_frame
 from rltutor.experiments.stats import verdict_row, verdict_table
 from rltutor.guard.wrapper import POLICIES as GUARD_POLICIES
 from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES
@@ -141,15 +141,7 @@ def run_agent(
         raise ValueError(f"unknown tasks {tasks!r}; valid: {', '.join(TEMPLATE_TASKS)}")
     sets = {"env_options": TEMPLATE_TASKS[tasks], "seed": seed, "guard": guard, "total_steps": 10**9, **overrides}
     trainer = Trainer(resolve(algo, "toolshell", sets={"agent_policy": "templates", **sets}))
-    for _ in range(updates):
-        trainer.step()
-    df = trainer.history_frame()
-    df = df[[c for c in COLUMNS if c in df.columns]].copy()
-    df.insert(0, "seed", seed)
-    df.insert(0, "guard", guard)
-    df.insert(0, "algo", algo)
-    df.insert(0, "tasks", tasks)
-    return df
+    return trained_frame(trainer, updates, COLUMNS, tasks=tasks, algo=algo, guard=guard, seed=seed)
 
 
 def _run(args: tuple) -> pd.DataFrame:

@@ -88,7 +88,7 @@ import torch
 from rltutor.config import TEMPLATE_TASKS, resolve
 from rltutor.envs.toolshell import ToolShell
 from rltutor.envs.toolshell.forks import FORKS_BUDGETS
-from rltutor.experiments.runs import RunStore, run_all, store_records
+from rltutor.experiments.runs import RunStore, run_all, store_records, trained_frame
 from rltutor.experiments.stats import paired_row, seeds_for_power, verdict_table
 from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES
 from rltutor.rollout.context import Context, ContextSpec
@@ -508,15 +508,7 @@ def run_credit(arm: str, K: int, seed: int = 0, updates: int = 30, **overrides) 
     t0 = time.perf_counter()
     trainer = Trainer(_config(mode.algo, K, seed, sub_advantage=arm, **mode.requires, **overrides))
     t_build = time.perf_counter() - t0
-    for _ in range(updates):
-        trainer.step()
-    df = trainer.history_frame()
-    df = df[[c for c in COLUMNS if c in df.columns]].copy()
-    df.insert(0, "build_s", t_build)
-    df.insert(0, "seed", seed)
-    df.insert(0, "K", K)
-    df.insert(0, "arm", arm)
-    return df
+    return trained_frame(trainer, updates, COLUMNS, arm=arm, K=K, seed=seed, build_s=t_build)
 
 
 def _run(job: tuple) -> pd.DataFrame:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from rltutor.utils import check_choice, write_atomic
 
-__all__ = ["EXECUTORS", "FORMATS", "RunStore", "run_each", "run_all", "store_records"]
+__all__ = ["EXECUTORS", "FORMATS", "RunStore", "run_each", "run_all", "store_records", "trained_frame"]
 
 EXECUTORS = ("process", "ray", "serial")
 FORMATS = ("csv", "json")
@@ -143,6 +143,19 @@ def run_all(run, jobs: list, workers: int | None = None, chunksize: int = 1, **o
     """:func:`run_each` for runs whose records are DataFrames: the frames of every job concatenated, in the
     order of ``jobs``. ``options``: ``executor``, ``store``, ``names``, ``context``."""
     return pd.concat(run_each(run, jobs, workers, chunksize, **options), ignore_index=True)
+
+
+def trained_frame(trainer, updates: int, columns, **labels) -> pd.DataFrame:
+    """Run ``updates`` updates of ``trainer`` (a :class:`rltutor.train.Trainer`) and return its history: the
+    ``columns`` it has, one row per update, led by ``labels`` as constant columns in the order given (a lab's
+    run records: arm, seed, ...)."""
+    for _ in range(updates):
+        trainer.step()
+    df = trainer.history_frame()
+    df = df[[c for c in columns if c in df.columns]].copy()
+    for i, (name, value) in enumerate(labels.items()):
+        df.insert(i, name, value)
+    return df
 
 
 def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> str:
