@@ -8,14 +8,17 @@ Goals (issue 5): a full curve, 20 horizons x 3 estimators, in under 1 s; one sli
   with the vectorized discounted sums (``fast``) and with the loop-over-T functions of
   :mod:`rltutor.advantages` (``library loops``).
 * ``live update``: what :func:`rltutor.views.widgets.horizon_explorer` recomputes when a knob moves (the
-  default 9 horizons x 4 estimators): with fresh trajectories (task or reward noise moved) and with the
-  cached ones (G, gamma, lambda or the critic's error moved); and one point (6 estimators at T = 64).
-* ``slider move, computed and drawn``: what a hand on a slider of the live explorer waits for, end to end:
+  default 9 horizons x 4 estimators): with fresh trajectories (a task seen for the first time: nothing
+  cached) and with the cached ones (G, gamma, lambda or the critic's error moved); and one point (6
+  estimators at T = 64).
+* ``slider move, computed and drawn``: what a hand on a control of the live explorer waits for, end to end:
   :func:`~rltutor.views.widgets.explorer_frame` plus the redraw to PNG, the median over a sweep of the
-  slider (lambda 0 to 1 in steps of 0.05: trajectories reused; reward noise 0 to 2 in steps of 0.1:
-  resampled), for the explorer's :class:`~rltutor.views.widgets.ExplorerFigure` (one figure, blitted) and,
-  side by side in the same run, for a fresh figure per move (what the explorer did before). Goals
-  (issue 23): 100 ms reused, 150 ms resampled.
+  control (lambda 0 to 1 in steps of 0.05: trajectories reused; reward noise 0 to 2 in steps of 0.1: the
+  same trajectories and noise draws, new rewards; the task menu through the four presets three times, each
+  move with every cache cleared but the figure's: trajectories sampled afresh), for the explorer's
+  :class:`~rltutor.views.widgets.ExplorerFigure` (one figure, blitted) and, side by side in the same run, for
+  a fresh figure per move (what the explorer did before). Goals (issue 23): 100 ms with the trajectories
+  reused, 150 ms where the samples change (noise, task).
 * ``static slider update``: what the kernel-free page does when a slider moves: look the curves up
   and draw the SVG (:data:`rltutor.experiments.explorer_data.JS_CORE`, timed in node when node is installed).
 
@@ -52,8 +55,7 @@ def _median_time(fn, repeats: int, cold: bool = True, before=None) -> float:
     ts = []
     for _ in range(repeats):
         if cold:  # forget sampled trajectories and memoized results
-            an._cached_rollouts.cache_clear()
-            an.measure_cached.cache_clear()
+            an.clear_caches()
         if before is not None:
             before()
         t0 = time.perf_counter()
@@ -94,21 +96,24 @@ def _slider_sweeps(repeats: int) -> list[tuple[str, float, float]]:
         fig.savefig(buf, format="png", bbox_inches="tight")
         plt.close(fig)
 
-    sweeps = {
-        "reused (lambda 0..1)": [dict(lam=round(0.05 * i, 2)) for i in range(21)],
-        "resampled (noise 0..2)": [dict(noise=round(0.1 * i, 1)) for i in range(21)],
+    tasks = list(an.CHAIN_TASKS)
+    sweeps = {  # name -> the moves, and whether each move starts cold (nothing cached but the figure)
+        "reused (lambda 0..1)": ([dict(lam=round(0.05 * i, 2)) for i in range(21)], False),
+        "kept, rewards recomputed (noise 0..2)": ([dict(noise=round(0.1 * i, 1)) for i in range(21)], False),
+        "resampled (task, each preset three times)": ([dict(task=t) for t in tasks * 3 + tasks[:1]], True),
     }
     rows = []
-    for sweep, moves in sweeps.items():
+    for sweep, (moves, cold) in sweeps.items():
         for how in ("one figure, blitted", "fresh figure per move"):
             times, full = [], 0
             for _ in range(max(1, repeats // 3)):
-                an._cached_rollouts.cache_clear()
-                an.measure_cached.cache_clear()
+                an.clear_caches()
                 live = widgets.ExplorerFigure()
                 for i, move in enumerate(moves):
+                    if cold:
+                        an.clear_caches()  # a task picked for the first time: its trajectories are sampled
                     t0 = time.perf_counter()
-                    d = widgets.explorer_frame("corridor", **move)
+                    d = widgets.explorer_frame(**{"task": "corridor", **move})
                     if how == "fresh figure per move":
                         fresh_figure(d)
                     else:
@@ -117,7 +122,7 @@ def _slider_sweeps(repeats: int) -> list[tuple[str, float, float]]:
                     if i:  # the first move of a sweep also samples and draws the axes for the first time
                         times.append(time.perf_counter() - t0)
                 full += live.full_draws
-            goal = 0.1 if sweep.startswith("reused") else 0.15
+            goal = 0.1 if sweep.startswith("reused") else 0.15  # issue 23: 150 ms where the samples change
             note = f", {full} full redraws" if how.startswith("one") else ""
             name = f"slider move, computed and drawn, trajectories {sweep}: {how}{note}"
             rows.append((name, statistics.median(times), goal))
@@ -156,7 +161,7 @@ def main(argv=None) -> None:
     rows.append(("curve: 20 horizons x 3 estimators (library loops)", _median_time(_curve(False), a.repeats), 1.0))
     rows.append(
         (
-            "live update, trajectories resampled (task or noise moved): 9 horizons x 4 estimators",
+            "live update, trajectories sampled (a task seen for the first time): 9 horizons x 4 estimators",
             _median_time(lambda: widgets.explorer_frame("corridor", lam=0.5), a.repeats),
             0.1,
         )

@@ -100,6 +100,8 @@ __all__ = [
     "check_params",
     "snr_theory",
     "measure_cached",
+    "clear_caches",
+    "LINEAR_IN_REWARDS",
     "relevant_spec",
 ]
 
@@ -214,6 +216,11 @@ class Rollouts:
     derived: dict = field(default_factory=dict, repr=False)
     """cache of what every estimator reads: the rewards and ``good`` as floats (M, B, T)"""
 
+    def derived_draws(self) -> dict:
+        """A new ``derived`` cache holding only what the reward noise does not change (all but the rewards)."""
+        self.good_float()
+        return {k: v for k, v in self.derived.items() if k != "rewards"}
+
     def good_float(self) -> torch.Tensor:
         """``good`` as a 0/1 tensor of ``dtype`` (M, B, T), converted once per rollout."""
         if "good" not in self.derived:
@@ -250,10 +257,32 @@ def sample_rollouts(
 
 
 @functools.lru_cache(maxsize=24)
+def _cached_draws(task: ChainTask, n_batches: int, batch_size: int, seed: int, dtype, critic_draws: bool):
+    """The random draws of a task whose noise is 0 (no reward-noise draws) or 1 (standard normal ones)."""
+    return sample_rollouts(task, n_batches, batch_size, seed, dtype=dtype, critic_draws=critic_draws)
+
+
+@functools.lru_cache(maxsize=24)
 def _cached_rollouts(task: ChainTask, n_batches: int, batch_size: int, seed: int, dtype, critic_draws: bool):
     """The same seed gives the same samples, so keep the last few: moving a slider that does not change
-    the trajectories (G, gamma, lambda, the critic's error) then costs no sampling. Read-only use only."""
-    return sample_rollouts(task, n_batches, batch_size, seed, dtype=dtype, critic_draws=critic_draws)
+    the trajectories (G, gamma, lambda, the critic's error) then costs no sampling. Read-only use only.
+
+    Moving the reward noise samples nothing either: the actions, the critic errors and the standard normal
+    noise draws eps do not depend on the noise level (common random numbers), so a task with noise sigma
+    shares the draws of the same task with noise 1 (and their exact values V, which noise does not move),
+    and only its rewards r + sigma * eps are new.
+    """
+    unit = replace(task, noise=float(task.noise > 0))  # noise 0 or 1: which draws exist
+    draws = _cached_draws(unit, n_batches, batch_size, seed, dtype, critic_draws)
+    if unit == task:
+        return draws
+    return Rollouts(task, draws.good, draws.actions, draws.eps, draws.xi, dtype, draws.values, draws.derived_draws())
+
+
+def clear_caches() -> None:
+    """Forget every cached sample and measurement (a benchmark's cold start)."""
+    for f in (_cached_draws, _cached_rollouts, _gradients, measure_cached):
+        f.cache_clear()
 
 
 def reward_unit(task: ChainTask) -> float:
@@ -272,7 +301,7 @@ def _task_rewards(roll: Rollouts) -> torch.Tensor:
     task = roll.task
     g = roll.good_float()
     if task.reward == "dense":
-        return g if roll.eps is None else g + task.noise * roll.eps  # r_t = 1[a_t good] + noise
+        return g if roll.eps is None else g + task.noise * roll.eps  # r_t = 1[a_t good] + noise (linear in it)
     r = torch.zeros_like(g)
     if task.reward == "terminal":
         final = g.mean(dim=-1)  # fraction of good tokens
@@ -385,25 +414,25 @@ def discount_matrix(T: int, c: float, dtype=torch.float32) -> torch.Tensor:
 
 
 def reverse_discounted_sum(x: torch.Tensor, c: float, block: int = 32) -> torch.Tensor:
-    """y_t = sum_{k>=t} c^(k-t) x_k along the last dim of x (N, T), in O(N T block) work.
+    """y_t = sum_{k>=t} c^(k-t) x_k along the last dim of x (N, T), in O(N T block) work, with no loop.
 
-    Within blocks of ``block`` steps the sum is one small matrix product (:func:`discount_matrix`);
-    a loop over the T / block blocks, from the last, carries y at each block's first step back:
-    y_t = local_t + c^(L - j) * y_(start of next block), j = t's position in its block of length L.
+    Within blocks of ``block`` steps the sum is one small matrix product (:func:`discount_matrix`). What a
+    block's first step sees of the later blocks is the same sum one level up: Y_b = local_(b,0) + c^L Y_(b+1),
+    a discounted reverse sum over the blocks with factor c^L (a second, smaller matrix product). Then
+    y_t = local_t + c^(L - j) * Y_(next block), j = t's position in its block of length L.
     """
     N, T = x.shape
     L = min(block, T)
     pad = (-T) % L
-    xp = torch.nn.functional.pad(x, (0, pad))  # zeros after the end change no sum
+    xp = torch.nn.functional.pad(x, (0, pad)) if pad else x  # zeros after the end change no sum
     nb = (T + pad) // L
     local = xp.reshape(N, nb, L) @ discount_matrix(L, c, x.dtype)  # (N, nb, L) in-block sums
+    if nb == 1:
+        return local.reshape(N, L)[:, :T]
+    starts = local[:, :, 0] @ discount_matrix(nb, float(c) ** L, x.dtype)  # Y_b, (N, nb)
+    after = torch.cat([starts[:, 1:], starts.new_zeros(N, 1)], dim=1)  # Y of the next block, 0 after the end
     decay = torch.tensor(float(c), dtype=torch.float64) ** (L - torch.arange(L, dtype=torch.float64))
-    decay = decay.to(x.dtype)  # c^(L - j): from step j to the next block's first step
-    out = torch.empty_like(local)
-    carry = x.new_zeros(N, 1)
-    for b in reversed(range(nb)):
-        out[:, b] = local[:, b] + decay * carry
-        carry = out[:, b, :1]
+    out = local + after[:, :, None] * decay.to(x.dtype)  # c^(L - j): from step j to the next block's first step
     return out.reshape(N, nb * L)[:, :T]
 
 
@@ -478,9 +507,10 @@ def batch_gradients(roll: Rollouts, adv: torch.Tensor) -> torch.Tensor:
         counts = torch.stack([good_sum, total - good_sum], dim=-1)  # (M, T, 2)
     else:
         # sum_i 1[a_{i,t} = k] A_{i,t} by scatter_add into the flat index t * K + a: (M, T * K)
-        index = (torch.arange(T) * K)[None, None, :] + roll.actions  # (M, B, T)
+        if "index" not in roll.derived:  # the same for every estimator: built once per rollout
+            roll.derived["index"] = ((torch.arange(T) * K)[None, None, :] + roll.actions).reshape(M, B * T)
         counts = torch.zeros(M, T * K, dtype=adv.dtype)
-        counts.scatter_add_(1, index.reshape(M, B * T), adv.reshape(M, B * T))
+        counts.scatter_add_(1, roll.derived["index"], adv.reshape(M, B * T))
         counts = counts.reshape(M, T, K)
     return (counts - pi[None] * total[..., None]) / B
 
@@ -552,23 +582,27 @@ def measure_specs(
     rows, grads = [], []
     for s in specs:
         g = batch_gradients(roll, estimator_advantages(s, roll, r, values, fast=fast))
-        row = {
-            "estimator": s.label or s.name,
-            **{k: v for k, v in asdict(s).items() if k != "label"},
-            "T": task.T,
-            "reward": task.reward,
-            "K": task.K,
-            "p": task.p_good,
-            "noise": task.noise,
-            "batch_size": batch_size,
-            "n_batches": n_batches,
-            **summarize(g, gt),
-        }
-        row["name"] = s.name
-        rows.append(row)
+        rows.append(_row(task, s, batch_size, n_batches, summarize(g, gt)))
         if return_gradients:
             grads.append(g)
     return (rows, grads) if return_gradients else rows
+
+
+def _row(task: ChainTask, spec: EstimatorSpec, batch_size: int, n_batches: int, summary: dict) -> dict:
+    """One measurement's record: the spec's fields, the task's, the sample sizes and :func:`summarize`'s."""
+    return {
+        "estimator": spec.label or spec.name,
+        **{k: v for k, v in asdict(spec).items() if k != "label"},
+        "T": task.T,
+        "reward": task.reward,
+        "K": task.K,
+        "p": task.p_good,
+        "noise": task.noise,
+        "batch_size": batch_size,
+        "n_batches": n_batches,
+        **summary,
+        "name": spec.name,
+    }
 
 
 def relevant_spec(spec: EstimatorSpec) -> EstimatorSpec:
@@ -584,15 +618,37 @@ def relevant_spec(spec: EstimatorSpec) -> EstimatorSpec:
     return EstimatorSpec(spec.name, **{k: getattr(spec, k) for k in keep})
 
 
+LINEAR_IN_REWARDS = ("reinforce", "dr_grpo", "rloo", "gae", "gae_critic")
+"""The estimators whose advantages are linear in the rewards (the values V and V_hat held fixed): all but
+GRPO, which divides by the group's std. The rewards are linear in the noise level sigma (r + sigma eps, with
+the same draws eps at every sigma), so for these estimators the gradient estimate is too:
+g(sigma) = g(0) + sigma (g(1) - g(0)), and its variance a quadratic in sigma."""
+
+
 @functools.lru_cache(maxsize=512)
 def measure_cached(task: ChainTask, spec: EstimatorSpec, batch_size: int, n_batches: int, seed: int) -> dict:
     """One estimator at one task, memoized: a live explorer recomputes only what a slider changed.
 
     Same numbers as :func:`measure_specs` with the same arguments (same seed, same samples). Pass the
     spec through :func:`relevant_spec` first to share results across knobs the estimator ignores.
+    Moving the noise costs an estimator of :data:`LINEAR_IN_REWARDS` no advantages at all: its gradients
+    come from the two it had at noise 0 and 1 (equal to computing them afresh up to float32 rounding).
     """
+    if task.noise > 0 and spec.name in LINEAR_IN_REWARDS:
+        g0, g1 = (_gradients(replace(task, noise=sigma), spec, batch_size, n_batches, seed) for sigma in (0.0, 1.0))
+        g = g0 + task.noise * (g1 - g0)  # g(sigma) = g(0) + sigma (g(1) - g(0))
+        return _row(task, spec, batch_size, n_batches, summarize(g, true_gradient(task)))
     # critic_draws=True: every estimator of a task shares one cached rollout (and its exact values).
     return measure_specs(task, [spec], batch_size=batch_size, n_batches=n_batches, seed=seed, critic_draws=True)[0]
+
+
+@functools.lru_cache(maxsize=128)
+def _gradients(task: ChainTask, spec: EstimatorSpec, batch_size: int, n_batches: int, seed: int) -> torch.Tensor:
+    """The M gradient estimates (M, T, K) of :func:`measure_specs`, in float64, kept for :func:`measure_cached`."""
+    (g,) = measure_specs(
+        task, [spec], batch_size=batch_size, n_batches=n_batches, seed=seed, critic_draws=True, return_gradients=True
+    )[1]
+    return g.double()
 
 
 def _specs(estimators: Iterable[str], G: int, gamma: float, lam: float, critic_noise: float):

@@ -5,11 +5,12 @@ kernel, for the published book, is :mod:`rltutor.experiments.explorer_data`.
 
 Sliders for the horizon marker T, the group size G, gamma, lambda, the reward noise and the critic's
 error, a choice of task, metric and estimators; each change re-runs :func:`rltutor.experiments.variance.measure`
-at every horizon (memoized: only the estimators that read the moved knob) and redraws one matplotlib
-figure in place (:class:`ExplorerFigure`), shown as a PNG in an ``ipywidgets.Image``. Works in Jupyter
-and on Colab (plain ``ipywidgets`` + ``matplotlib``; no custom widget). ``benchmarks/variance.py`` times a
-whole slider move, computing and drawing (goals: 100 ms when the trajectories are reused, 150 ms when
-they are resampled).
+at every horizon (memoized: only the estimators that read the moved knob; the reward noise keeps the
+trajectories and, for every estimator but GRPO, the gradients, see
+:data:`rltutor.experiments.variance.LINEAR_IN_REWARDS`) and redraws one matplotlib figure in place
+(:class:`ExplorerFigure`), shown as a PNG in an ``ipywidgets.Image``. Works in Jupyter and on Colab (plain
+``ipywidgets`` + ``matplotlib``; no custom widget). ``benchmarks/variance.py`` times a whole move, computing
+and drawing (goals: 100 ms when the trajectories are reused, 150 ms when the samples change: noise, task).
 
 The computing and the drawing are plain functions and a class, :func:`explorer_frame`, :func:`plot_explorer`
 (a fresh plot, for the chapter's static figures) and :class:`ExplorerFigure`, so the notebook, the tests
@@ -133,7 +134,8 @@ class ExplorerFigure:
     *animated* artists drawn over a copy of it. The y range snaps to whole decades (log metrics) or
     tenths (the cosine) and is kept while the curves fit it within a decade (:func:`_keeps`), and the
     legend sits outside the axes, so most moves redraw only the curves; a move that leaves the range,
-    changes the metric or the estimators redraws all.
+    changes the metric or the estimators redraws all, unless those axes were drawn before: their
+    background is kept (the last 16), so going back to a task or a range costs no full draw.
     :meth:`update` takes the frame of :func:`explorer_frame`; :meth:`png` renders it for an ``ipywidgets.Image``.
     """
 
@@ -149,6 +151,7 @@ class ExplorerFigure:
         self.marker = self.ax.axvline(1, color="#444", ls="--", lw=1, animated=True)
         self.axes_key = None  # what the saved background shows: metric, y range, estimators
         self.background = None
+        self.backgrounds: dict = {}  # axes key -> its saved background, so a range seen before is not drawn again
         self.full_draws = 0  # how many updates had to redraw the axes (read by the tests and the benchmark)
 
     def update(self, df: pd.DataFrame, metric: str = "snr", T_marker: int | None = None) -> None:
@@ -175,15 +178,22 @@ class ExplorerFigure:
         self._draw_axes(df, metric, (metric, y, names, x), names)
 
     def _draw_axes(self, df, metric, key, names) -> None:
-        """Draw everything but the curves and save it as the background they are drawn over."""
-        _set_scales(self.ax, metric, df)
+        """Draw everything but the curves and save it as the background they are drawn over (or take the one
+        saved when these axes were last drawn: the same key draws the same pixels)."""
+        _set_scales(self.ax, metric, df)  # the scales and limits place the curves even when nothing is drawn
         self.ax.set_ylim(*key[1])
         lo, hi = key[3]
         self.ax.set_xlim(lo / 1.3, hi * 1.3)
         self.ax.legend(handles=[self.lines[n] for n in names], loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        self.axes_key = key
+        if key in self.backgrounds:
+            self.background = self.backgrounds[key]
+            return
         self.canvas.draw()  # animated artists are left out of a full draw
         self.background = self.canvas.copy_from_bbox(self.fig.bbox)
-        self.axes_key = key
+        if len(self.backgrounds) >= 16:  # a few hundred kB each: keep the 16 most recent
+            self.backgrounds.pop(next(iter(self.backgrounds)))
+        self.backgrounds[key] = self.background
         self.full_draws += 1
 
     def png(self, full: bool = False) -> bytes:
