@@ -214,7 +214,9 @@ def build_hf(config: Config, task=None):
     """An :class:`~rltutor.models.hf.HFPolicy` of ``config.hf_model`` (loaded by
     :func:`~rltutor.models.hf.load_hf`; LoRA, gradient checkpointing and the precision of the config) and a
     :class:`~rltutor.rollout.text.TextCollector` of ``num_groups`` problems x ``group_size`` completions on the
-    text task ``task`` (by default the config's own). No warm start: the model is pretrained."""
+    text task ``task`` (by default the config's own), or on toolshell an
+    :class:`~rltutor.rollout.agent.AgentCollector` whose :class:`~rltutor.rollout.hf_agent.HFChooser` lets the
+    model write each command. No warm start: the model is pretrained."""
     from rltutor.models.hf import HFPolicy, load_hf, pick_dtype
     from rltutor.rollout.text import TextCollector
 
@@ -238,8 +240,35 @@ def build_hf(config: Config, task=None):
         grad_checkpointing=config.grad_checkpointing,
         dtype=dtype,
     )
+    if config.env in AGENT_ENVS:  # the toolshell agent: the model writes each command (rltutor.rollout.hf_agent)
+        return policy, _hf_agent_collector(config, task, policy)
     collector = TextCollector(task, tokenizer, n_prompts=config.num_groups, group_size=config.group_size)
     return policy, collector
+
+
+def _hf_agent_collector(config: Config, env: ToolShell, policy) -> AgentCollector:
+    """The one :class:`~rltutor.rollout.agent.AgentCollector` with an :class:`~rltutor.rollout.hf_agent.HFChooser`:
+    the Hugging Face model writes each command, its context counted in the model's own tokens."""
+    from rltutor.rollout.hf_agent import HFChooser
+
+    limit = getattr(policy.model.config.get_text_config(), "max_position_embeddings", None)
+    if limit is not None and config.context_budget > limit:
+        raise ValueError(
+            f"context_budget={config.context_budget} is more than the model's {limit} positions; "
+            f"--set context_budget={limit} (or less)"
+        )
+    return AgentCollector(
+        agent_env_factory(config, env),
+        HFChooser(policy.tokenizer, config.max_cmd_tokens),
+        num_tasks=config.num_groups,
+        group_size=config.group_size,
+        spec=config.context_spec(),
+        sub_advantage=resolve_sub_advantage(config.sub_advantage, config.critic),
+        gamma=config.gamma,
+        turn_cost=config.turn_cost,
+        lam=config.lam,
+        row_weight=config.row_weight,
+    )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -294,7 +294,7 @@ def _new_config(args):
             f"using tuned settings for {algo} on {config.env} at {config.scale} scale (--hparams defaults for the "
             "preset's own)"
         )
-    if config.env in AGENT_ENVS and config.agent_policy == "tokens":
+    if config.env in AGENT_ENVS and config.agent_policy == "tokens" and config.hf_model is None:
         print(TOKEN_AGENT_NOTE, file=sys.stderr)
     return config
 
@@ -554,7 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="NAME_OR_FOLDER",
         help="train a Hugging Face causal LM (a hub name, or a local folder saved with save_pretrained) on a text "
-        "task (--env addition-text, the default, or countdown-text); needs pip install 'rltutor[hf]'",
+        "task (--env addition-text, the default, or countdown-text), or as the toolshell agent (--env toolshell: "
+        "the model writes each command); needs pip install 'rltutor[hf]'",
     )
     t.add_argument(
         "--lora-rank", type=int, default=None, help="with --hf-model: train rank-R LoRA adapters only (0: every weight)"

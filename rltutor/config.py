@@ -56,6 +56,7 @@ __all__ = [
     "LM_SCALES",
     "lm_settings",
     "hf_settings",
+    "hf_agent_settings",
 ]
 
 MAX_SEED = 2**63 - 1
@@ -419,18 +420,24 @@ class Config:
 
     def _check_hf(self) -> None:
         """A text task needs a Hugging Face model and a Hugging Face model needs a text task (chapter 13)."""
-        if (self.env in TEXT_TASKS) != (self.hf_model is not None):
+        agent = self.env in AGENT_ENVS and self.hf_model is not None  # the toolshell agent (rltutor.rollout.hf_agent)
+        if (self.env in TEXT_TASKS) != (self.hf_model is not None) and not agent:
             if self.hf_model is None:
                 raise ValueError(
                     f"the text task {self.env!r} is played by a Hugging Face model: give --hf-model NAME_OR_FOLDER "
                     "(or pick a token task such as addition for the TinyGPT)"
                 )
             raise ValueError(
-                f"--hf-model trains on a text task ({', '.join(sorted(TEXT_TASKS))}), not on {self.env!r}; "
-                "add --env addition-text"
+                f"--hf-model trains on a text task ({', '.join(sorted(TEXT_TASKS))}) or plays the toolshell agent, "
+                f"not {self.env!r}; add --env addition-text (or --env toolshell)"
             )
         if self.hf_model is None:
             return
+        if agent and self.agent_policy != "tokens":
+            raise ValueError(
+                f"--hf-model on toolshell writes each command token by token: agent_policy must be 'tokens', got "
+                f"{self.agent_policy!r}; drop --agent-policy {self.agent_policy}"
+            )
         check_int("lora_rank", self.lora_rank, 0)
         check_choice("hf_dtype", self.hf_dtype, ("auto", "fp32", "bf16", "fp16"))
         if not isinstance(self.grad_checkpointing, bool | np.bool_):
@@ -770,6 +777,22 @@ def hf_settings(algo: str, scale: str | None = None) -> dict:
     return out
 
 
+HF_AGENT = dict(
+    env_options={"hops": 1, "max_turns": 4, "max_output_chars": 200},
+    context_budget=1024,
+    compaction="recent",
+    max_cmd_tokens=24,
+)
+"""what the toolshell agent of a Hugging Face model starts from (``--hf-model PATH --env toolshell``): one-hop tasks
+(an honest solve in 3 calls of the 4), a context of 1024 of the model's tokens (a Qwen tokenizer's; a character
+tokenizer's tokens are characters), compacted to the most recent turns"""
+
+
+def hf_agent_settings(algo: str, scale: str | None = None) -> dict:
+    """:func:`hf_settings` (batch, lr, the LM PPO) with the agent's tasks and context (:data:`HF_AGENT`)."""
+    return {**hf_settings(algo, scale), **HF_AGENT}
+
+
 # ----------------------------------------------------------------------------------------------
 # The one composition: preset, tuned settings, the caller's settings, the command line's flags
 # ----------------------------------------------------------------------------------------------
@@ -836,6 +859,9 @@ def resolve(
     settings.update(sets)
     settings.update({k: v for k, v in flags.items() if k != "env_options"})
     settings.update(env=env, scale=scale)
+    if env in AGENT_ENVS and {**sets, **flags}.get("hf_model") is not None:  # a Hugging Face model plays the agent
+        settings = {**(hf_agent_settings(algo, scale) if hparams == "tuned" else {}), **settings}
+        settings.setdefault("agent_policy", "tokens")
     if env in AGENT_ENVS:
         settings.setdefault("agent_policy", "templates")
         if settings["agent_policy"] == "templates":

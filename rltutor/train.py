@@ -545,8 +545,13 @@ class Trainer:
     # Checkpoints
     # ------------------------------------------------------------------------------------------
 
+    def _scaler(self):
+        """The policy's fp16 gradient scaler (rltutor.models.hf: a T4), or None."""
+        return getattr(self.policy, "grad_scaler", None)
+
     def state_dict(self) -> dict:
-        """Everything a resumed run needs: config, weights, optimizer, every random state, the history.
+        """Everything a resumed run needs: config, weights, optimizer, every random state, the history; with
+        fp16, the gradient scaler's state (its loss scale and growth tracker: plain numbers).
 
         Tensors and plain data only (numpy arrays as tagged tensors, see ``_to_plain``), so that
         :meth:`read_checkpoint` can load it with ``weights_only=True``."""
@@ -557,6 +562,7 @@ class Trainer:
                 "policy": self.policy.state_dict(),
                 "ref_policy": None if self.ref_policy is None else self.ref_policy.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
+                "grad_scaler": None if self._scaler() is None else self._scaler().state_dict(),  # fp16's loss scale
                 "generator": self.generator.get_state(),
                 "torch_rng": torch.get_rng_state(),
                 "numpy_rng": np.random.get_state(),
@@ -654,6 +660,8 @@ class Trainer:
         if self.ref_policy is not None and state.get("ref_policy") is not None:
             self.ref_policy.load_state_dict(state["ref_policy"])
         self.optimizer.load_state_dict(state["optimizer"])
+        if self._scaler() is not None and state.get("grad_scaler"):  # fp16: the loss scale and its growth tracker
+            self._scaler().load_state_dict(state["grad_scaler"])
         self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         np.random.set_state(state["numpy_rng"])

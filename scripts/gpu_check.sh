@@ -2,7 +2,7 @@
 # The GPU check (issue 24): on a machine with CUDA, 20 updates per arm of
 #   * chapter 13's loop on random-weight Hugging Face models of ~0.5B parameters (a Qwen2.5-0.5B-shaped
 #     config, no download: the machine may have no network), GRPO and PPO (value head, separate critic),
-#     with LoRA and without;
+#     with LoRA and without; and the toolshell agent written by the same model (rltutor.rollout.hf_agent), GRPO + LoRA;
 #   * every TinyGPT lab's full-scale configuration (rltutor.experiments.lm.experiment_arms(name, "full"));
 # and writes tokens/s, peak GPU memory and seconds per update to a CSV (default gpu_check.csv), with the GPU
 # and the processor named. The whole script stops starting arms after RLTUTOR_GPU_CHECK_BUDGET seconds (default
@@ -94,6 +94,8 @@ for algo, kind, lora in (("grpo", None, 16), ("ppo", "head", 16), ("ppo", "separ
     if kind:
         sets["critic_kind"] = kind
     arms.append((label, lambda s=sets, a=algo: resolve(a, "addition-text", "full", sets=s)))
+agent_sets = dict(hf_model=folder, lora_rank=16, lr=1e-4, device=DEVICE, eval_every=0)  # the toolshell agent (HFChooser)
+arms.append(("hf-0.5B toolshell agent grpo lora16", lambda: resolve("grpo", "toolshell", "full", sets=agent_sets)))
 for name in EXPERIMENTS:
     for arm in experiment_arms(name, "full")[0][: 1 if SMOKE else None]:
         arms.append((f"tinygpt {name}: {arm.label}", lambda arm=arm: arm.config("full", 0)))

@@ -434,3 +434,75 @@ def test_fp16_trains_through_the_gradient_scaler(models):
     metrics = trainer.update(batch)
     assert scaled and 0 < metrics["grad_norm"] < 1e3
     assert any(not torch.equal(v, before[k]) for k, v in policy.named_parameters())
+
+
+# ----------------------------------------------------------------------------------------------
+# Checkpoints: the fp16 loss scale, and LoRA's adapters only
+# ----------------------------------------------------------------------------------------------
+
+
+def _fp16_run(path, scale_log2=20):
+    """A GRPO trainer whose policy trains in fp16 (the T4's path, on the CPU's fp16 autocast) with a gradient scaler
+    that starts at 2^scale_log2 and grows after every finite step: its state changes on every update. An entropy
+    bonus gives every update a gradient (the random model scores 0 on every problem)."""
+    cfg = resolve(
+        "grpo", "addition-text", "quick", sets={"hf_model": path, "device": "cpu", "lr": 3e-3, "ent_coef": 0.01}
+    )
+    model, tok = load_hf(path)
+    policy = HFPolicy(model, tok, dtype="fp16")
+    policy.grad_scaler = torch.amp.GradScaler("cpu", init_scale=2.0**scale_log2, growth_interval=1)
+    return Trainer(cfg, policy, TextCollector(make_text_task("addition-text"), tok, cfg.num_groups, cfg.group_size))
+
+
+def _same_history(a, b):
+    skip = ["time_s", "sample_time"]
+    a, b = a.history_frame().drop(columns=skip), b.history_frame().drop(columns=skip)
+    return a.shape == b.shape and (a.equals(b) or bool((a.fillna(-1) == b.fillna(-1)).all().all()))
+
+
+def test_fp16_resume_restores_the_gradient_scaler(models, tmp_path):
+    """The checkpoint holds the scaler's state (plain numbers, read by the safe loader), and a resumed fp16 run equals
+    an uninterrupted one, its loss scale and growth tracker included (a fresh scaler's scale would differ)."""
+    whole = _fp16_run(models["qwen2"])
+    whole.train(total_steps=400, progress=False)
+    part = _fp16_run(models["qwen2"])
+    part.train(total_steps=200, progress=False, checkpoint=str(tmp_path / "c.pt"))
+    state = Trainer.read_checkpoint(str(tmp_path / "c.pt"))  # torch.load(weights_only=True)
+    saved = state["grad_scaler"]
+    assert saved["scale"] == part.policy.grad_scaler.get_scale() != 2.0**20  # it moved, and was stored as it stood
+    fresh = _fp16_run(models["qwen2"])
+    resumed = Trainer.load(str(tmp_path / "c.pt"), fresh.policy, fresh.collector, total_steps=400)
+    assert resumed.policy.grad_scaler.get_scale() == saved["scale"]
+    resumed.train(progress=False)
+    assert len(whole.history) >= 4 and _same_history(whole, resumed)
+    assert resumed.policy.grad_scaler.state_dict() == whole.policy.grad_scaler.state_dict()
+    for (k, p), q in zip(whole.policy.named_parameters(), resumed.policy.parameters(), strict=True):
+        assert torch.equal(p, q), k
+
+
+@needs_peft
+def test_lora_checkpoint_holds_only_the_adapters_and_resumes_onto_its_base(models, tmp_path):
+    """A LoRA run's checkpoint holds the adapters, the value head and a fingerprint of the frozen base, not the base
+    (a small fraction of its size); resuming loads the base named in config.json and equals an uninterrupted run; a
+    different base is refused."""
+    sets = dict(lora_rank=4, critic_kind="head", eval_every=2, ent_coef=0.01)
+    whole = _trainer(models["qwen2"], "ppo", **sets)
+    whole.train(total_steps=600, progress=False)
+    part = _trainer(models["qwen2"], "ppo", **sets)
+    part.train(total_steps=300, progress=False, checkpoint=str(tmp_path / "c.pt"))
+    state = Trainer.read_checkpoint(str(tmp_path / "c.pt"))
+    weights = state["policy"]
+    assert set(weights) == {*part.policy.trained_names(), "base_fingerprint"}
+    assert all("lora_" in k or k.startswith("value_head.") for k in weights if k != "base_fingerprint")
+    saved = sum(v.numel() * v.element_size() for v in weights.values())
+    base = sum(p.numel() * p.element_size() for p in part.policy.parameters() if not p.requires_grad)
+    assert saved < base / 5, (saved, base)
+    resumed = Trainer.load(str(tmp_path / "c.pt"), total_steps=600)
+    resumed.train(progress=False)
+    assert len(whole.history) >= 3 and _same_history(whole, resumed)
+    for (k, p), q in zip(whole.policy.named_parameters(), resumed.policy.parameters(), strict=True):
+        assert torch.equal(p, q), k
+    other = save_random_model(tmp_path / "other", "qwen2", seed=1)
+    state["config"]["hf_model"] = other
+    with pytest.raises(ValueError, match="another base model"):
+        Trainer.from_state(state)

@@ -26,11 +26,14 @@ of TRL issues #769 and #1063 is which of the two PPO uses; chapter 13 measures b
 
 **LoRA** (``lora_rank > 0``, through ``peft``): only the low-rank adapters (and the value head) train; the
 reference policy of a KL penalty is then the same network with the adapter switched off
-(:meth:`HFPolicy.reference`), so it costs no memory. Without LoRA the reference is a frozen copy.
+(:meth:`HFPolicy.reference`), so it costs no memory. Without LoRA the reference is a frozen copy. A LoRA
+policy's :meth:`HFPolicy.state_dict` (what a checkpoint stores) holds only the adapters and heads, and a
+fingerprint of the frozen base they go with; a resumed run loads the base again from ``Config.hf_model``.
 
 **Precision** (:func:`pick_dtype`): fp32 on a CPU; bf16 on an Ampere or newer GPU; fp16 on an older one
 (a T4), with the frozen base weights in fp16, trainable weights in fp32, the forward pass under fp16
-autocast and a gradient scaler (``HFPolicy.grad_scaler``) for the trainer's backward pass.
+autocast and a gradient scaler (``HFPolicy.grad_scaler``) for the trainer's backward pass; the trainer stores the
+scaler's state (its loss scale and growth tracker) in the checkpoint and restores it on resume.
 
 Deviations from TinyGPT's policy: no cached warm start (the model is pretrained); dropout is switched
 off everywhere (sampling and training must compute the same probabilities); ``generate`` draws from
@@ -399,6 +402,53 @@ class HFPolicy(nn.Module):
             _, h = self._forward(self.critic, tokens, attn, P, True)
             values = self.critic_head(h).squeeze(-1)
         return {"logp": logp, "entropy": entropy, "values": values}
+
+    # ------------------------------------------------------------------------------------------
+    # Checkpoints: under LoRA, only what training changes
+    # ------------------------------------------------------------------------------------------
+
+    def trained_names(self) -> list[str]:
+        """The names of the parameters that train (under LoRA: the adapters and the value heads)."""
+        return [n for n, p in self.named_parameters() if p.requires_grad]
+
+    def base_fingerprint(self) -> torch.Tensor:
+        """(n, 2) float64: the sum and the sum of squares of each frozen parameter, in order. A LoRA checkpoint
+        stores it, so resuming onto another base than the one the adapters were trained on is refused."""
+        rows = [(p.double().sum(), p.double().square().sum()) for p in self.parameters() if not p.requires_grad]
+        return torch.tensor([[float(a), float(b)] for a, b in rows], dtype=torch.float64).reshape(-1, 2)
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """Without LoRA, every weight (``nn.Module.state_dict``). Under LoRA, only what training changed: the
+        adapters, the value head (and a separate critic's adapters and head), and :meth:`base_fingerprint` under
+        ``"base_fingerprint"``; the frozen base is not copied into the checkpoint, since a resumed run loads it again
+        from ``Config.hf_model`` (the folder or hub name its config.json names) before :meth:`load_state_dict`."""
+        state = super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
+        if self.lora_rank == 0 or prefix:
+            return state
+        trained = set(self.trained_names())
+        out = type(state)((k, v) for k, v in state.items() if k in trained)
+        out["base_fingerprint"] = self.base_fingerprint()
+        return out
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Under LoRA, load :meth:`state_dict`'s adapters and heads onto this policy's base, after checking the
+        base is the one they were trained on (:meth:`base_fingerprint`) and that they are exactly the
+        parameters that train here; without LoRA, ``nn.Module.load_state_dict``."""
+        if self.lora_rank == 0:
+            return super().load_state_dict(state_dict, strict=strict, assign=assign)
+        state = dict(state_dict)
+        seen = state.pop("base_fingerprint", None)
+        own = self.base_fingerprint()
+        if seen is None or seen.shape != own.shape or not torch.allclose(seen.double(), own, rtol=1e-3, atol=1e-6):
+            raise ValueError(
+                "the LoRA checkpoint's adapters were trained on another base model than the one loaded now (the "
+                "frozen weights' sums differ); resume with the same --hf-model folder or hub revision"
+            )
+        trained = set(self.trained_names())
+        if set(state) != trained:
+            wrong = sorted(set(state) ^ trained)
+            raise ValueError(f"the LoRA checkpoint does not fit this policy: {wrong[:4]} missing or unexpected")
+        return super().load_state_dict(state, strict=False, assign=assign)
 
     # ------------------------------------------------------------------------------------------
     # The reference policy

@@ -69,21 +69,25 @@ _FACT = re.compile(
 )
 
 
-def turn_tokens(cmd: list[int], obs: list[int]) -> list[int]:
+def turn_tokens(cmd: list[int], obs: list[int], tokenizer=None) -> list[int]:
     """One turn as context tokens: ``<cmd> command <eos> <obs> observation`` (``cmd`` ends with its <eos>
-    when the policy emitted one; ``obs`` is the observation's tokens without the <obs> marker)."""
-    return [CMD, *cmd, OBS, *obs]
+    when the policy emitted one; ``obs`` is the observation's tokens without the <obs> marker). ``tokenizer``: a
+    :class:`~rltutor.rollout.context.Tokenizer` whose markers to write (default the toolshell vocabulary's)."""
+    if tokenizer is None:
+        return [CMD, *cmd, OBS, *obs]
+    return [*tokenizer.ids("cmd"), *cmd, *tokenizer.ids("obs"), *obs]
 
 
-def summarize(turns: list[tuple[list[int], list[int]]]) -> list[str]:
+def summarize(turns: list[tuple[list[int], list[int]]], tokenizer=None) -> list[str]:
     """The scripted summary of ``turns`` (command tokens, observation tokens): one line per turn whose
     observation holds facts, ``"COMMAND: FACT; FACT"``, oldest first. Facts are the lines that name a
     value (``X = 42``), a pointer (``X is defined in a/b.py``), an import, a sum's files, or an answer."""
+    dec, eos = (decode, EOS) if tokenizer is None else (tokenizer.decode, tokenizer.eos)
     lines = []
     for cmd, obs in turns:
-        facts = [m.group(0).strip() for m in _FACT.finditer(decode(obs))]
+        facts = [m.group(0).strip() for m in _FACT.finditer(dec(obs))]
         if facts:
-            command = decode([t for t in cmd if t != EOS]).replace("\n", " ")
+            command = dec([t for t in cmd if t != eos]).replace("\n", " ")
             lines.append(f"{command}: {'; '.join(facts)}")
     return lines
 
@@ -95,9 +99,12 @@ def compact(
     budget: int,
     room: int,
     keep_turns: int = 2,
+    tokenizer=None,
 ) -> tuple[list[int], list[bool]]:
     """A compacted context: ``head`` (``<task>`` and the task tokens), then what ``strategy`` keeps of
-    ``turns``, no longer than ``budget - room`` tokens (``room``: what the next command needs).
+    ``turns``, no longer than ``budget - room`` tokens (``room``: what the next command needs). ``tokenizer``:
+    the context's :class:`~rltutor.rollout.context.Tokenizer` (its markers and text; default the toolshell
+    vocabulary's).
 
     Returns ``(tokens, is_summary)``: the context and, per token, whether it is a summary token (the
     ones ``train_summary`` would train). Raises if even ``head`` leaves no room."""
@@ -111,21 +118,22 @@ def compact(
     if strategy == "recent":
         kept: list[int] = []
         for cmd, obs in reversed(turns[len(turns) - keep_turns :] if keep_turns else []):
-            t = turn_tokens(cmd, obs)
+            t = turn_tokens(cmd, obs, tokenizer)
             if len(head) + len(t) + len(kept) > limit:
                 break  # the older turns do not fit: keep the newest that do
             kept = t + kept
         return head + kept, [False] * (len(head) + len(kept))
-    lines = summarize(turns)
+    lines = summarize(turns, tokenizer)
+    enc, obs_marker = (encode, [OBS]) if tokenizer is None else (tokenizer.encode, tokenizer.ids("obs"))
     while True:  # drop the oldest facts until the summary fits
-        text = encode("notes:\n" + "\n".join(lines))
-        summary = [OBS, *text]
+        text = enc("notes:\n" + "\n".join(lines))
+        summary = [*obs_marker, *text]
         if len(head) + len(summary) <= limit or not lines:
             break
         lines = lines[1:]
     if len(head) + len(summary) > limit:
         summary = []
-    return head + summary, [False] * len(head) + [i > 0 for i in range(len(summary))]
+    return head + summary, [False] * len(head) + [i >= len(obs_marker) for i in range(len(summary))]
 
 
 # ----------------------------------------------------------------------------------------------

