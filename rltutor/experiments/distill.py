@@ -8,7 +8,7 @@ is not a run to resume, read back through the safe loader
 :func:`teacher_dir` retrains them from their seed (same machine, same weights).
 
 The settings (:data:`TEACHER`, :data:`STUDENT`, :data:`TASK_OPTIONS`): teachers of width 64 (about 0.1 M
-parameters), students of width 32 (about a third as many), both 2 layers; addition with operands up to 19 and
+parameters), students of width 32 (about 26 k, a quarter as many), both 2 layers; addition with operands up to 19 and
 the sequence task with L = 8. Every arm of a seed starts from the same warm start (a few supervised steps, so
 the student is right some of the time) and spends the same budget: ``updates`` updates of ``completions``
 completions each (64) and one optimizer step per update, at one learning rate. The arms (:data:`SINGLE_ARMS`,
@@ -43,7 +43,47 @@ beside it)::
 
 Pre-stated tests
 ----------------
-(stated after the pilot; see :data:`DELTA`, :data:`SEEDS` and :func:`verdicts`)
+* 2026-12-02, chapter 14, stated after the two pilots and before any main run (git shows this text committed
+  before ``main.csv``). Pilots, stored and never counted: ``pilot_lr2e-3`` (seed 0, lr 2e-3: GRPO and the shift
+  lost accuracy from their warm start, so the learning rate was lowered for every arm) and ``pilot`` (seeds 0-2 at
+  the main runs' settings). Main runs (``main``): seeds 10-16, every arm of :data:`SINGLE_ARMS` and
+  :data:`MULTI_ARMS`, 150 updates of 64 completions, lr 5e-4 (:data:`LR`), an evaluation every 25 updates::
+
+      python -m rltutor.experiments.distill main --seeds 10 11 12 13 14 15 16 --updates 150 --eval-every 25 \
+          --lr 5e-4 --out rltutor/data/distill/main.csv
+
+  Metric: greedy accuracy on the 512 fixed held-out prompts of :func:`evaluate` at a run's last update (per
+  task; "both" is the mean over the two tasks). Each contrast is taken per seed (paired: the arms of a seed share
+  their warm start) with a 95% t interval over the seeds (:func:`rltutor.experiments.stats.paired_row`), and the
+  seven tests are decided together, Holm-corrected (the chapter's family, :func:`verdicts`), each with the
+  smallest effect of interest :data:`DELTA` = 0.05, so each can come out confirmed (above 0), refuted (below 0),
+  equivalent (inside +-0.05) or undecided:
+
+  (a) ``opd_shift - grpo`` on addition: on-policy distillation by the shift against RL on the task reward, at
+      the same count of student completions (confirmed: the dense teacher signal teaches more);
+  (b) ``opd_loss - opd_shift`` on addition: the exact per-state reverse KL as a loss against its one-sample
+      estimate as a shift (confirmed: the full distribution teaches more);
+  (c) ``opd_shift - sft`` on addition: on-policy against off-policy distillation (SFT on the teacher's samples),
+      at the same count of completions;
+  (d) ``grpo_shift - grpo`` on addition: what the teacher's shift (beta 0.3) adds to GRPO;
+  (e) ``route - sft_experts`` on both tasks: the routed student against SFT on the experts' samples;
+  (f) ``route - grpo_multi`` on both tasks: the routed student against one model trained on both tasks by GRPO;
+  (g) the routed student keeps both skills: per seed, the smaller over the two tasks of its end - start
+      accuracy (confirmed: it gained on both; refuted: it lost on at least one).
+
+  Why delta = 0.05: one evaluation on 512 prompts has a binomial standard error of at most 0.022 (at
+  accuracy 0.5), so two runs closer than 0.05 are within about two measurement errors of one evaluation; and five
+  points is the smallest gap the results this chapter is placed against would notice (the reported ones differ by
+  7 to 18 points of accuracy).
+
+  Seeds, from :func:`power` on ``pilot`` (the sd over its 3 seeds of each test's per-seed contrast; 80% power at
+  delta and alpha / 7, Holm's first level): (a) 9, (b) 29, (c) 28, (d) 6, (e) 18, (f) 9, (g) 18 seeds. The CPU
+  budget (2 cores shared by five jobs, about 5 minutes per seed for the eight arms, about 40 minutes in all)
+  affords 7 seeds, fewer than the powered 29, so this is said before the runs: with 7 seeds, at the pilot's
+  spreads, the effects each test detects at 80% power (Holm's first level) are (a) 0.060, (b) 0.131, (c) 0.129,
+  (d) 0.035, (e) 0.099, (f) 0.059, (g) 0.098 of accuracy. Only (d) reaches delta; (a) and (f) come close; a test
+  that does not decide at 7 seeds is reported as undecided with its detectable effect, not as evidence of no
+  effect. (The pilot's own estimates are not a prediction and not counted.)
 """
 
 from __future__ import annotations
@@ -62,10 +102,10 @@ from rltutor.build import warm_start
 from rltutor.config import resolve
 from rltutor.distill import MultiTask, Teacher, TeacherRouter, opd_signal
 from rltutor.envs import make_env
-from rltutor.envs.tokens import EOS, PAD
+from rltutor.envs.tokens import EOS, PAD, VOCAB
 from rltutor.experiments.runs import RunStore, run_all, store_records
 from rltutor.experiments.stats import paired_row, seeds_for_power, verdict_table
-from rltutor.models.lm_policy import sample
+from rltutor.models.lm_policy import make_model, sample
 from rltutor.rollout.agent import sft_step
 from rltutor.train import Trainer
 from rltutor.utils import check_choice
@@ -101,7 +141,7 @@ STUDENT = dict(n_embd=32, sft_steps=100)
 """the students: half the width of the teachers, a short warm start (right some of the time)"""
 COMPLETIONS = 64
 """completions per update in every arm (GRPO: 8 prompts x 8; the per-token arms: 64 prompts x 1)"""
-LR = 2e-3
+LR = 5e-4
 """every arm's learning rate (Adam), one optimizer step per update"""
 GRPO_SHIFT_COEF = 0.3
 """beta of the shift stacked on GRPO (the pure OPD arm's is the preset's 1.0)"""
@@ -167,6 +207,29 @@ def load_router(tasks: tuple[str, ...], student_task, root=None) -> TeacherRoute
 # ----------------------------------------------------------------------------------------------
 # Evaluation
 # ----------------------------------------------------------------------------------------------
+
+
+def teacher_table(root=None) -> pd.DataFrame:
+    """Each stored teacher's greedy accuracy on its task (the evaluation's prompts), its parameters, and the
+    student's parameters beside them."""
+    rows = []
+    for t in TASKS:
+        task = make_env(t, seed=0, **TASK_OPTIONS[t])
+        router = load_router((t,), task, root)
+        model = router.teachers[0].model
+        c = arm_config("grpo", 0, root)
+        student = make_model(len(VOCAB), task.prompt_len + task.max_new_tokens, c.n_layer, c.n_head, c.n_embd, seed=0)
+        rows.append(
+            {
+                "task": t,
+                "acc": evaluate(model, task, router)[f"acc_{t}"],
+                "teacher_params": sum(p.numel() for p in model.parameters()),
+                "student_params": sum(p.numel() for p in student.parameters()),
+                "teacher_sft_steps": TEACHER["sft_steps"],
+                "teacher_grpo_updates": TEACHER["updates"],
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def _task_prompts(task, k: int | None, n: int, seed: int) -> torch.Tensor:
@@ -460,7 +523,7 @@ def power(df: pd.DataFrame, delta: float = DELTA) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="python -m rltutor.experiments.distill", description=__doc__.split("\n")[0])
-    p.add_argument("name", help="what to run: pilot, single, multi, or all (single and multi)")
+    p.add_argument("name", help="what to run: pilot, main (every arm), single, multi, or teachers (their table)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--updates", type=int, default=150)
     p.add_argument("--eval-every", type=int, default=25)
@@ -475,6 +538,10 @@ def main(argv: list[str] | None = None) -> int:
     LR = a.lr if a.lr is not None else LR  # read by run_arm and arm_config (in this process: --workers 1)
     store = os.path.join("runs", "distill", os.path.splitext(os.path.basename(a.out))[0])
     t0 = time.perf_counter()
+    if a.name == "teachers":
+        cmd = store_records(teacher_table(), a.out, "rltutor.experiments.distill", argv)
+        print(f"teachers -> {a.out}\n{cmd}")
+        return 0
     df = experiment(arms, a.seeds, a.updates, a.eval_every, a.workers, store=store)
     df.insert(0, "label", a.name)
     df.insert(1, "lr", LR)
