@@ -438,6 +438,7 @@ def test_the_labs_verdicts_decide_from_the_records():
     assert v["routed OPD keeps both skills (min over tasks of end - start)"] == "confirmed"
     gains = lab.gains(_synthetic_runs(0.3))
     assert set(gains["arm"]) == set(SINGLE) | set(MULTI)
-    assert gains.set_index(["arm", "task"]).loc[("grpo", "addition"), "learned"] in (True, False)
+    learned = gains.set_index(["arm", "task"])["learned"]
+    assert learned[("opd_shift", "addition")] and not learned[("grpo", "addition")]  # 0.3 vs noise
     power = lab.power(_synthetic_runs(0.0))
     assert (power["seeds"] >= 2).all() and len(power) == 7
