@@ -2,7 +2,7 @@
 
 Every run is the one trainer (:class:`rltutor.train.Trainer`) or, for the off-policy arm, supervised steps on
 the teachers' samples; the teachers are TinyGPTs trained once by GRPO and stored as run folders
-(``rltutor/data/distill/teachers/TASK/``: ``checkpoint.pt`` without the optimizer's moments, so a teacher
+(``rltutor/data/distill/teacher_TASK/``: ``checkpoint.pt`` without the optimizer's moments, so a teacher
 is not a run to resume, read back through the safe loader
 :meth:`~rltutor.train.Trainer.read_checkpoint`, and ``config.json``). Without the stored folders
 :func:`teacher_dir` retrains them from their seed (same machine, same weights).
@@ -179,9 +179,9 @@ def teacher_config(task: str):
 
 
 def teacher_dir(task: str, root: str | os.PathLike | None = None) -> str:
-    """The run folder of ``task``'s teacher: read back if stored (``ROOT/teachers/TASK/checkpoint.pt``), else
+    """The run folder of ``task``'s teacher: read back if stored (``ROOT/teacher_TASK/checkpoint.pt``), else
     trained by GRPO from :data:`TEACHER`'s seed and stored there (run-or-load)."""
-    folder = Path(root or DATA) / "teachers" / task
+    folder = Path(root or DATA) / f"teacher_{task}"  # three levels under data/: package data (pyproject)
     if not (folder / "checkpoint.pt").exists():
         trainer = Trainer(teacher_config(task))
         for _ in range(TEACHER["updates"]):
