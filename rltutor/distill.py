@@ -30,21 +30,31 @@ padding stripped).
 
 References (checked against the sources, December 2026)
 
-* slime, ``docs/en/advanced/on-policy-distillation.md``: ``--use-opd``, ``--opd-kl-coef`` (default 1.0);
-  A_t <- A_t - lambda_opd * KL_t with the token-level reverse KL, "orthogonal to advantage estimators".
+* slime, ``docs/en/advanced/on-policy-distillation.md``: ``--use-opd``, ``--opd-type`` (``sglang``: a teacher
+  server; ``megatron``: ``--opd-teacher-load PATH``; required), ``--opd-kl-coef`` (default 1.0);
+  A_t <- A_t - lambda_opd * KL_t with "the token-level reverse KL", "orthogonal to advantage estimators" (the
+  page's formula writes D_KL(P_teacher || P_student)_t; the estimate it describes, the per-token log-ratio
+  student minus teacher, is the reverse one, KL(student || teacher)).
 * Thinking Machines, tinker-cookbook ``tinker_cookbook/distillation/train_on_policy.py``,
   ``incorporate_kl_penalty``: reverse_kl = sampled_logprobs - teacher_logprobs, advantages +=
   -kl_penalty_coef * mask * reverse_kl (``kl_penalty_coef`` default 1.0, ``kl_discount_factor`` 0: no
   sum over future tokens), one teacher per dataset; logs ``teacher_kl`` (the mean of reverse_kl).
-* TRL, ``trl.experimental.distillation`` ``DistillationConfig``: ``beta`` default 1.0 (0 forward KL, 1
-  reverse KL, 0.5 JSD), ``loss_top_k`` with ``loss_add_tail`` (a tail bucket for the mass outside the
-  top k); ``trl.experimental.gkd.GKDTrainer.generalized_jsd_loss``: mixture
-  M = beta P_T + (1 - beta) P_S, JSD = beta KL(P_T || M) + (1 - beta) KL(P_S || M), beta == 0 and
-  beta == 1 special-cased to the forward and reverse KL (GKDConfig defaults lmbda = beta = 0.5).
-  Agarwal et al., *On-Policy Distillation of Language Models: Learning from Self-Generated Mistakes*
-  (GKD), arXiv:2306.13649, eq. 1.
-* verl's "PG OPD" and "GKD OPD" are named by the issue; their source was not in the reference store
-  and is not checked here.
+* TRL 1.16 (read in the installed package): ``trl.DistillationTrainer`` / ``trl.DistillationConfig``
+  (``trl/trainer/distillation_config.py``; the ``trl.experimental.distillation`` import path is deprecated): the
+  student generates, the loss is the generalised JSD to the teacher's next-token distribution, ``beta`` default
+  1.0 (0 forward KL, 1 reverse KL, 0.5 JSD); the top-k support with a tail bucket (``loss_top_k``,
+  ``loss_add_tail``) is in ``trl.experimental.server_distillation.ServerDistillationConfig``, whose teacher is a
+  vLLM server that returns only its top-k log-probabilities; ``trl.experimental.gkd.GKDTrainer``:
+  ``generalized_jsd_loss`` with mixture M = beta P_T + (1 - beta) P_S, JSD = beta KL(P_T || M) +
+  (1 - beta) KL(P_S || M), and ``GKDConfig`` defaults lmbda = beta = 0.5 (lmbda: the fraction of on-policy
+  batches), temperature 0.9. Agarwal et al., *On-Policy Distillation of Language Models: Learning from
+  Self-Generated Mistakes* (GKD), arXiv:2306.13649, eq. 1.
+* verl 0.9.1 (read in the installed package): the ``distillation`` section of its PPO trainer
+  (``verl/workers/config/distillation.py``, ``verl/trainer/distillation/losses.py``): with
+  ``distillation_loss.use_policy_gradient=True`` the negated per-token estimate (``loss_mode`` k1, k3...) is the
+  advantage of a policy-gradient term, Tinker's form ("PG OPD"); with ``False`` the divergence is a supervised loss
+  (``forward_kl_topk`` or an estimator, "GKD OPD"); ``use_task_rewards`` keeps the task's PPO loss beside it;
+  several teachers in ``teacher_models``, routed by ``teacher_key`` (default ``data_source``).
 
 Deviations, and where they apply
 

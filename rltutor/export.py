@@ -260,16 +260,18 @@ def export(config: Config, target: str) -> Export:
     ex = _Builder(config, target)
     _common(ex)
     if config.estimator == "zero":  # the opd preset: no task reward, the teacher's signal alone
+        _distillation(ex)
         _pure_distillation(ex)
     else:
         {"verl": _verl, "trl": _trl, "slime": _slime}[target](ex)
+        _distillation(ex)  # after the trainer's own settings (verl's distillation section needs its trainer)
     return ex.result()
 
 
 def _pure_distillation(ex: _Builder) -> None:
     """A run of the ``opd`` preset learns from its teachers alone (estimator "zero"). slime runs it as
-    ``--use-opd`` beside a reward model that scores 0; TRL as a ``DistillationTrainer``, verl by its OPD
-    recipe: trainers of their own, whose settings are not exported here."""
+    ``--use-opd`` beside a reward model that scores 0; TRL as a ``DistillationTrainer``, verl as its PPO trainer with
+    the distillation section and no task reward: their other settings are not exported here."""
     named = {f for item in (*ex.settings, *ex.notes) for f in item.source}
     rest = [f for f in ex.fields if f not in named]
     ex.no(
@@ -277,8 +279,9 @@ def _pure_distillation(ex: _Builder) -> None:
         + (
             "slime needs a reward model that returns 0 (--custom-rm-path); the rest is not exported"
             if ex.target == "slime"
-            else "a trainer of its own there (TRL DistillationTrainer, verl's OPD recipe); "
-            "its settings are not exported"
+            else "TRL: trl.DistillationTrainer (a divergence loss, beta); verl: main_ppo with distillation.enabled, "
+            "distillation_loss.use_task_rewards=False, use_policy_gradient=True, loss_mode=k1 (its PG OPD); "
+            "their other settings are not exported"
         ),
         *rest,
     )
@@ -362,7 +365,6 @@ def _common(ex: _Builder) -> None:
             "or guards a tool call (verl: actor_rollout_ref.rollout.multi_turn, slime: a custom generate function)",
             *agent,
         )
-    _distillation(ex)
     hf = [f for f in HF_FIELDS if f in ex.fields]
     if hf:
         ex.note(
@@ -399,23 +401,73 @@ def _common(ex: _Builder) -> None:
 def _distillation(ex: _Builder) -> None:
     """On-policy distillation (:mod:`rltutor.distill`), in a run's config only when it has teachers.
 
-    slime: ``--use-opd`` with ``--opd-kl-coef`` (the per-token shift; docs/en/advanced/on-policy-distillation.md),
-    the teacher as ``--opd-teacher-load``; TRL: a separate ``DistillationTrainer`` / ``GKDTrainer`` (``beta``,
-    ``loss_top_k``, ``loss_add_tail``), not a setting of a GRPO run; verl: its OPD recipes, not its PPO trainer."""
+    What each target has, read from its source (chapter 14 and chapter 16's table quote them):
+
+    * slime: ``--use-opd --opd-type megatron --opd-kl-coef BETA`` (``docs/en/advanced/on-policy-distillation.md``):
+      A_t <- A_t - BETA (log pi_student - log pi_teacher) after any estimator, the shift with k1; one teacher
+      (``--opd-teacher-load PATH``, a Megatron checkpoint; ``--opd-type sglang`` scores through a server instead).
+    * verl 0.9.1: the ``distillation`` section (``verl/workers/config/distillation.py``,
+      ``verl/trainer/distillation/losses.py``): ``distillation_loss.use_policy_gradient=True`` with ``loss_mode=k1``
+      is the shift ("PG OPD", the negated per-token estimate as advantages of a policy-gradient term),
+      ``use_policy_gradient=False`` with ``loss_mode=forward_kl_topk`` the divergence as a loss ("GKD OPD");
+      ``use_task_rewards`` keeps the task's policy loss beside it, weighted ``distillation_loss_coef``; several
+      teachers under ``teacher_models``, routed by ``teacher_key`` (a field of the data, ``data_source``).
+    * TRL 1.16: ``trl.DistillationTrainer`` (``trl/trainer/distillation_config.py``): the divergence as a loss, on the
+      student's completions, ``beta`` 0 forward KL, 1 reverse KL (the default), else the generalised JSD; top-k with a
+      tail bucket only in ``trl.experimental.server_distillation.ServerDistillationConfig`` (``loss_top_k``,
+      ``loss_add_tail``); no advantage shift, and not a setting of a GRPO run."""
     c = ex.c
     opd = [f for f in OPD_FIELDS if f in ex.fields]
     if not opd:
         return
-    if ex.target == "slime" and c.opd_coef > 0:
+    shift, loss = c.opd_coef > 0, c.opd_loss != "none"
+    pure = c.estimator == "zero"
+    named: list[str] = []
+    if ex.target == "slime" and shift:
         ex.set("--use-opd", True, "opd_coef")
+        ex.set("--opd-type", "megatron", "teachers")
         ex.set("--opd-kl-coef", c.opd_coef, "opd_coef")
-        ex.no("the teachers' run folders: slime loads one teacher checkpoint (--opd-teacher-load PATH)", "teachers")
-        opd = [f for f in opd if f not in ("opd_coef", "teachers")]
-    if opd:
         ex.no(
-            "on-policy distillation from teachers (rltutor.distill): slime --use-opd --opd-kl-coef (the per-token "
-            "shift), TRL's DistillationTrainer or GKDTrainer (beta, loss_top_k, loss_add_tail), a trainer of its own",
-            *opd,
+            "the teachers' run folders: slime loads one teacher, a Megatron checkpoint (--opd-teacher-load PATH), "
+            "for every prompt; several teachers routed by task are not a slime setting",
+            "teachers",
+        )
+        named += ["opd_coef", "teachers"]
+        if c.opd_kl_kind == "k1":
+            ex.note("slime's shift uses k1, log pi_student - log pi_teacher", "opd_kl_kind")
+            named.append("opd_kl_kind")
+    if ex.target == "verl" and ex.trainer and (shift or loss) and not (shift and loss):
+        D = "distillation.distillation_loss"
+        ex.set("distillation.enabled", True, "teachers")
+        if shift:
+            kinds = {"k1": "k1", "k2": "k2", "k3": "k3"}
+            ex.set(f"{D}.loss_mode", kinds[c.opd_kl_kind], "opd_kl_kind")
+            ex.set(f"{D}.use_policy_gradient", True, "opd_coef")
+            ex.set(f"{D}.use_task_rewards", True, "opd_coef")
+            ex.set(f"{D}.distillation_loss_coef", c.opd_coef, "opd_coef")
+            named += ["opd_coef", "opd_kl_kind"]
+        elif c.opd_loss == "forward_kl" and c.opd_top_k > 0:
+            ex.set(f"{D}.loss_mode", "forward_kl_topk", "opd_loss")
+            ex.set(f"{D}.topk", c.opd_top_k, "opd_top_k")
+            ex.set(f"{D}.use_policy_gradient", False, "opd_loss")
+            ex.set(f"{D}.use_task_rewards", True, "opd_loss")
+            ex.set(f"{D}.distillation_loss_coef", c.opd_loss_coef, "opd_loss_coef")
+            named += ["opd_loss", "opd_top_k", "opd_loss_coef"]
+        ex.no(
+            "the teachers' run folders: verl loads Hugging Face teachers, distillation.teacher_models.NAME.model_path "
+            "(several routed by distillation.teacher_key, a field of the data such as data_source)",
+            "teachers",
+        )
+        named.append("teachers")
+    rest = [f for f in opd if f not in named]
+    if rest:
+        ex.no(
+            "on-policy distillation from teachers (rltutor.distill): slime --use-opd --opd-type --opd-kl-coef (the "
+            "per-token shift, one teacher); verl's distillation section (use_policy_gradient with loss_mode k1: the "
+            "shift; forward_kl_topk: the loss); TRL's DistillationTrainer (beta: 0 forward KL, 1 reverse KL, else JSD; "
+            "top-k with a tail in ServerDistillationConfig's loss_top_k, loss_add_tail), a trainer of its own"
+            + (" (this run: pure distillation)" if pure else ""),
+            *rest,
         )
 
 

@@ -362,3 +362,83 @@ def test_cli_errors_for_bad_teachers(teachers, tmp_path, capsys):
     for i, (flags, message) in enumerate(cases):
         assert main(["train", "--algo", "opd", *flags, "--out", str(tmp_path / f"r{i}"), *TINY]) == 2
         assert message in capsys.readouterr().err
+
+
+# --- the chapter's lab (rltutor.experiments.distill) -------------------------------------------------
+
+
+def test_the_stored_teachers_load_safely_and_are_small():
+    """The teachers the lab stores in the package load through the safe loader, their config.json is their
+    checkpoint's, and together they stay small (the repository carries them)."""
+    import json
+    import os
+
+    from rltutor.experiments import distill as lab
+
+    total = 0
+    for t in lab.TASKS:
+        d = lab.teacher_dir(t)
+        state = Trainer.read_checkpoint(os.path.join(d, "checkpoint.pt"))
+        assert state["config"]["env"] == t
+        assert json.load(open(os.path.join(d, "config.json")))["env"] == t
+        total += os.path.getsize(os.path.join(d, "checkpoint.pt"))
+    assert total < 5_000_000
+
+
+def test_sft_on_the_experts_samples_asks_each_prompts_own_expert():
+    """The off-policy arm's batch: every row of a two-task batch is answered by its task's stored expert, so its
+    completions are right about as often as that expert is (a row sent to the other expert would almost never
+    be); the loss mask covers the completion up to its EOS and nothing of the prompt."""
+    from rltutor.experiments import distill as lab
+
+    mt = MultiTask(tasks=lab.TASKS, **lab.TASK_OPTIONS["addition"], **lab.TASK_OPTIONS["sequence"])
+    router = lab.load_router(lab.TASKS, mt)
+    tokens, mask = lab._teacher_batch(router, mt, 64, torch.Generator().manual_seed(0))
+    P = mt.prompt_len
+    assert mask[:, : P - 1].sum() == 0
+    route = router.route(tokens)
+    for k in range(len(lab.TASKS)):
+        rows = (route == k).nonzero().squeeze(1)
+        right = [mt.accuracy(tokens[i : i + 1, :P], tokens[i : i + 1, P:]) for i in rows.tolist()]
+        assert sum(right) / len(right) >= 0.8, lab.TASKS[k]
+
+
+def _synthetic_runs(effect: float, seeds=range(6)):
+    rows = []
+    g = torch.Generator().manual_seed(0)
+    for s in seeds:
+        base = 0.2 + 0.05 * float(torch.rand(1, generator=g))
+        for arm in (*SINGLE, *MULTI):
+            gain = effect if arm in ("opd_shift", "route") else 0.0
+            noise = 0.01 * float(torch.randn(1, generator=g))
+            for u, acc in ((0, base), (10, base + gain + noise)):
+                row = {"arm": arm, "seed": s, "update": u, "tokens": u, "seconds": u, "signals": 1.0}
+                row["acc_addition"], row["kl_addition"] = acc, 1.0
+                if arm in MULTI:
+                    row["acc_sequence"], row["kl_sequence"] = acc, 1.0
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+SINGLE = ("sft", "opd_shift", "opd_loss", "grpo", "grpo_shift")
+MULTI = ("route", "sft_experts", "grpo_multi")
+
+
+def test_the_labs_verdicts_decide_from_the_records():
+    """Seven pre-stated tests, Holm-corrected together: a large simulated effect of the shift is confirmed where
+    the shift is the first arm and refuted where it is the second, arms that differ by noise far below the
+    smallest effect of interest come out equivalent, and every arm's gain is reported."""
+    from rltutor.experiments import distill as lab
+
+    assert set(SINGLE) == set(lab.SINGLE_ARMS) and set(MULTI) == set(lab.MULTI_ARMS)
+    v = lab.verdicts(_synthetic_runs(0.3)).set_index("contrast")["verdict"]
+    assert len(v) == 7 and v["OPD shift - GRPO"] == "confirmed" and v["OPD loss - OPD shift"] == "refuted"
+    assert v["GRPO + shift - GRPO"] == "equivalent"
+    assert v["routed OPD - SFT on experts' samples"] == "confirmed"
+    assert v["routed OPD keeps both skills (min over tasks of end - start)"] == "confirmed"
+    gains = lab.gains(_synthetic_runs(0.3))
+    assert set(gains["arm"]) == set(SINGLE) | set(MULTI)
+    learned = gains.set_index(["arm", "task"])["learned"]
+    assert learned[("opd_shift", "addition")] and not learned[("grpo", "addition")]  # 0.3 vs noise
+    power = lab.power(_synthetic_runs(0.0))
+    assert (power["seeds"] >= 2).all() and len(power) == 7

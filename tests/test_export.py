@@ -327,3 +327,37 @@ def test_the_chapters_table_has_a_row_per_topic_and_a_column_per_target():
     assert t.loc["dynamic sampling", "trl"].startswith("no equivalent: dynamic sampling")
     assert "--calculate-per-token-loss" in t.loc["loss and aggregation", "slime"]
     assert all(isinstance(v, str) and v for v in t.to_numpy().ravel())
+
+
+# ---------------------------------------------------------------------------------------------- distillation
+
+
+def test_the_opd_shift_on_grpo_exports_to_slime_and_verl():
+    """GRPO + the teacher's shift: slime's --use-opd --opd-type --opd-kl-coef, verl's distillation section with the
+    k1 estimate as a policy-gradient term beside the task's loss, weighted by the shift's beta."""
+    cfg = CONFIGS["grpo-opd-shift"]
+    slime = export(cfg, "slime").kwargs()
+    assert slime["--use-opd"] is True and slime["--opd-type"] == "megatron" and slime["--opd-kl-coef"] == 0.1
+    verl = export(cfg, "verl").kwargs()
+    D = "distillation.distillation_loss"
+    assert verl["distillation.enabled"] is True
+    assert verl[f"{D}.loss_mode"] == "k1" and verl[f"{D}.use_policy_gradient"] is True
+    assert verl[f"{D}.use_task_rewards"] is True and verl[f"{D}.distillation_loss_coef"] == 0.1
+    trl = export(cfg, "trl")
+    assert any("DistillationTrainer" in n.text and "opd_coef" in n.source for n in trl.notes)
+
+
+def test_the_trl_names_of_the_distillation_notes_are_trls():
+    """The export's TRL notes name trl.DistillationConfig's beta (default 1.0: reverse KL) and the top-k fields of
+    ServerDistillationConfig; fails if TRL moves or renames them."""
+    pytest.importorskip("trl")
+    import dataclasses
+
+    from trl import DistillationConfig
+    from trl.experimental.server_distillation import ServerDistillationConfig
+
+    fields = {f.name: f for f in dataclasses.fields(DistillationConfig)}
+    assert fields["beta"].default == 1.0
+    server = {f.name for f in dataclasses.fields(ServerDistillationConfig)}
+    assert {"loss_top_k", "loss_add_tail"} <= server
+    assert "loss_top_k" not in fields

@@ -1,0 +1,1 @@
+python -m rltutor.experiments.distill teachers --out rltutor/data/distill/teachers.csv
