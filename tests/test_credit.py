@@ -8,16 +8,11 @@ import pytest
 import torch
 
 from rltutor.envs.toolshell import ToolShell, scripted_solver
-from rltutor.experiments.credit import (
-    Snapshot,
-    exact_value,
-    mc_value,
-    perfect_credit_gain,
-    slope_verdicts,
-)
+from rltutor.experiments.credit import perfect_credit_gain, slope_verdicts
 from rltutor.models.template_policy import TemplatePolicy
 from rltutor.rollout.agent import demonstrations
 from rltutor.rollout.context import Context, ContextSpec
+from rltutor.rollout.oracle import Snapshot, exact_value, mc_value
 from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateChooser
 
 
@@ -77,3 +72,13 @@ def test_the_slope_test_reads_a_gap_that_grows_with_K():
     table = slope_verdicts(pd.DataFrame(rows), last=2)
     assert len(table) == 2
     assert (table["estimate"] - 0.1).abs().max() < 1e-9 and (table["verdict"] == "confirmed").all()
+
+
+def test_the_labs_gradient_noise_is_the_variance_labs():
+    from rltutor.experiments.credit import gradient_noise
+    from rltutor.experiments.variance import summarize
+
+    g = torch.randn(12, 30, generator=torch.Generator().manual_seed(0)) + 0.3
+    mine, theirs = gradient_noise(g), summarize(g[:, None, :], g.mean(0)[None])
+    for key in ("variance", "variance_se", "signal", "snr"):
+        assert math.isclose(mine[key], theirs[key], rel_tol=1e-9), key
