@@ -719,13 +719,15 @@ MAIN_TEST = {
     "updates": 30,
     "warm_batches": 8,
     "first_seed": 10,
+    "seeds": 21,
     "oracle_Ks": (16,),
     "oracle_seeds": 3,
     "oracle_n": 4,
 }
 """The main test's cells (the pre-registration in the module docstring): every arm of MAIN_ARMS at K = 1 and 16
 (the slope's least-squares weights over log4 K = 0, 1, 2 put 0 on K = 4), 30 updates, critic arms from the warm
-critic of 8 batches, seeds first_seed, first_seed + 1, ... (the pilots used 0 and 1); then, beside the budget,
+critic of 8 batches, ``seeds`` seeds from first_seed (the pilots used 0 and 1; n as :func:`main_test_plan` fitted
+it to the budget on 2026-12-02, pinned here so the test cannot drift with later data); then, beside the budget,
 the oracle arm at ``oracle_Ks`` for the first ``oracle_seeds`` seeds with ``oracle_n`` rollouts per boundary."""
 
 
@@ -888,9 +890,12 @@ def main(argv: list[str] | None = None) -> int:
         plan = main_test_plan()
         print(", ".join(f"{k} {v:.4g}" for k, v in plan.items()))
         folder = os.path.splitext(args.out)[0] + ".runs"
-        jobs = main_test_batch(plan["n"], folder, args.hours, args.workers or 2, dry=args.plan)
+        n = MAIN_TEST["seeds"]  # the pre-stated n; the plan above recomputes it from the stored pilots
+        if plan["n"] != n:
+            print(f"note: the stored pilots now give n = {plan['n']}; the pre-stated test runs n = {n}")
+        jobs = main_test_batch(n, folder, args.hours, args.workers or 2, dry=args.plan)
         if not args.plan and not jobs:  # every run stored: the test's records and verdicts
-            df = _run_cells(main_test_jobs(plan["n"], folder), 1, folder)
+            df = _run_cells(main_test_jobs(n, folder), 1, folder)
             store_records(df, args.out, "rltutor.experiments.credit", argv)
             print(slope_verdicts(df).to_string(index=False))
         return 0
