@@ -13,8 +13,8 @@ The one place that wires a model to an environment:
   a TinyGPT that writes commands in an LMPolicy, or a
   :class:`~rltutor.models.template_policy.TemplatePolicy` that picks them), its network warm-started on
   the scripted honest solver's demonstrations played through the run's own context
-  (:func:`agent_warm_start`), and an :class:`~rltutor.rollout.agent.AgentCollector` of ``num_groups``
-  tasks x ``group_size`` episodes, with the context settings of
+  (:func:`agent_warm_start`), and an :class:`~rltutor.rollout.agent.AgentCollector` (:func:`agent_collector`,
+  which a lab calls too) of ``num_groups`` tasks x ``group_size`` episodes, with the context settings of
   :meth:`~rltutor.config.Config.context_spec` and the environments of :func:`agent_env_factory` (behind
   the guard when ``config.guard`` is set).
 
@@ -41,7 +41,8 @@ from rltutor.models.lm_policy import LMPolicy, make_model
 from rltutor.models.mlp import MLPActorCritic
 from rltutor.models.template_policy import TemplatePolicy
 from rltutor.rollout.agent import AgentCollector, TokenChooser, demonstrations, sft_step
-from rltutor.rollout.compaction import resolve_sub_advantage
+from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES, resolve_sub_advantage
+from rltutor.rollout.oracle import MCBoundaryValue
 from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateChooser
 from rltutor.rollout.tokens import LMCollector
 from rltutor.rollout.vector import EpisodeCollector, SegmentCollector
@@ -54,6 +55,7 @@ __all__ = [
     "agent_chooser",
     "agent_warm_start",
     "agent_env_factory",
+    "agent_collector",
     "build_hf",
 ]
 
@@ -183,14 +185,28 @@ def _build_agent(config: Config, env: ToolShell):
     (:func:`rltutor.rollout.compaction.resolve_sub_advantage`: ``ppo_bootstrap`` with a critic, else
     ``full_outcome_batch_group``); for the template chooser without compaction, every turn's reward where it is paid
     (``None``: one row per episode)."""
-    sub = resolve_sub_advantage(config.sub_advantage, config.critic)  # "auto": the registered default
-    if config.agent_policy == "templates" and config.compaction == "none" and config.sub_advantage == "auto":
-        sub = None  # one row per episode: every turn's reward where it is paid
     net = agent_warm_start(config, env, config.device)
     if config.agent_policy == "tokens":
         critic_kind = config.critic_kind if config.critic else "none"
         net = LMPolicy(net, critic_kind=critic_kind, temperature=config.temperature)
-    collector = AgentCollector(
+    return net, agent_collector(config, env)
+
+
+def agent_collector(config: Config, env: ToolShell | None = None, boundary_value=None) -> AgentCollector:
+    """The :class:`~rltutor.rollout.agent.AgentCollector` of an agent ``config``, with every setting the command
+    line gives it (tasks x G, the context, the sub-advantage mode, gamma, lambda, the turn cost, ``row_weight``):
+    what :func:`build` wires, for a lab that makes its own policy. ``env``: the environment whose task settings
+    the episodes copy (default the config's own). ``boundary_value``: the collector's hook for a mode that
+    reads the oracle (``ppo_oracle_bootstrap``); by default such a mode gets
+    :class:`~rltutor.rollout.oracle.MCBoundaryValue` with 16 rollouts per boundary, seeded with the run's seed."""
+    if env is None:
+        env = make_env(config.env, seed=config.seed, **config.env_options)
+    sub = resolve_sub_advantage(config.sub_advantage, config.critic)  # "auto": the registered default
+    if config.agent_policy == "templates" and config.compaction == "none" and config.sub_advantage == "auto":
+        sub = None  # one row per episode: every turn's reward where it is paid
+    if sub is not None and SUB_ADVANTAGE_MODES[sub].oracle and boundary_value is None:
+        boundary_value = MCBoundaryValue(16, config.gamma, config.turn_cost, seed=config.seed)
+    return AgentCollector(
         agent_env_factory(config, env),
         agent_chooser(config),
         num_tasks=config.num_groups,
@@ -201,8 +217,8 @@ def _build_agent(config: Config, env: ToolShell):
         turn_cost=config.turn_cost,
         lam=config.lam,
         row_weight=config.row_weight,
+        boundary_value=boundary_value,
     )
-    return net, collector
 
 
 # ----------------------------------------------------------------------------------------------

@@ -124,7 +124,10 @@ def test_broadcast_split_and_index_groups():
     m = torch.cat([m, torch.tensor([[1, 3, 1, 2]])])
     _, gid = assign_rewards("index_groups", m, torch.tensor([1.0, 0, 1, 0]), torch.cat([MASK, MASK[:1]]))
     assert gid.tolist() == [0, 0, 0, 4, 5, 5, 4, 5]  # task 1: indices 0 and 1 both reached twice
-    assert set(SUB_ADVANTAGES) == {*MAIN_ARMS, "split_reward", "index_groups"} and len(MAIN_ARMS) == 6
+    assert (
+        set(SUB_ADVANTAGES) == {*MAIN_ARMS, "ppo_oracle_bootstrap", "split_reward", "index_groups"}
+        and len(MAIN_ARMS) == 6
+    )
 
 
 def test_every_registered_mode_runs_as_its_lab_arm_and_is_refused_without_what_it_needs():
@@ -165,7 +168,10 @@ def test_comparable_fraction_follows_each_modes_baseline():
     m4[:, 2], m4[:, 3] = 0, 1
     for meta, mask, want in ((META, MASK, 0.0), (m4, MASK[[0, 2, 3, 6]], 1.0)):
         for name, mode in SUB_ADVANTAGE_MODES.items():
-            out = sub_advantage_batch(name, meta, OUTCOME, mask, torch.zeros_like(mask), 1.0, 2, 2, row_weight=True)
+            v0 = torch.zeros_like(mask)  # a critic's values and (for the oracle arm) the boundary values
+            out = sub_advantage_batch(
+                name, meta, OUTCOME, mask, v0, 1.0, 2, 2, row_weight=True, boundary_values=v0[:, 0]
+            )
             gid = out["group_ids"]
             got = comparable_fraction(name, gid, meta)
             if mode.baseline == "critic":  # a critic's baseline: no groups to compare within

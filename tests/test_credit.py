@@ -8,16 +8,11 @@ import pytest
 import torch
 
 from rltutor.envs.toolshell import ToolShell, scripted_solver
-from rltutor.experiments.credit import (
-    Snapshot,
-    exact_value,
-    mc_value,
-    perfect_credit_gain,
-    slope_verdicts,
-)
+from rltutor.experiments.credit import perfect_credit_gain, slope_verdicts
 from rltutor.models.template_policy import TemplatePolicy
 from rltutor.rollout.agent import demonstrations
 from rltutor.rollout.context import Context, ContextSpec
+from rltutor.rollout.oracle import Snapshot, exact_value, mc_value
 from rltutor.rollout.templates import CAND_DIM, STATE_DIM, TemplateChooser
 
 
@@ -77,3 +72,29 @@ def test_the_slope_test_reads_a_gap_that_grows_with_K():
     table = slope_verdicts(pd.DataFrame(rows), last=2)
     assert len(table) == 2
     assert (table["estimate"] - 0.1).abs().max() < 1e-9 and (table["verdict"] == "confirmed").all()
+
+
+def test_the_labs_gradient_noise_is_the_variance_labs():
+    from rltutor.experiments.credit import gradient_noise
+    from rltutor.experiments.variance import summarize
+
+    g = torch.randn(12, 30, generator=torch.Generator().manual_seed(0)) + 0.3
+    mine, theirs = gradient_noise(g), summarize(g[:, None, :], g.mean(0)[None])
+    for key in ("variance", "variance_se", "signal", "snr"):
+        assert math.isclose(mine[key], theirs[key], rel_tol=1e-9), key
+
+
+def test_the_pre_stated_main_test_is_what_the_stored_pilots_give(tmp_path, capsys):
+    """n pinned in MAIN_TEST equals the budget's fit from the stored pilots; a batch fits its hour; nothing runs."""
+    from rltutor.experiments import credit
+
+    plan = credit.main_test_plan()
+    assert plan["n"] == credit.MAIN_TEST["seeds"] and plan["cpu_s"] <= credit.BUDGET_CPU_S
+    assert plan["seeds_needed"] > plan["n"] and plan["detectable_slope"] > plan["delta"]  # the budget, not power
+    timing = credit.pilot_timing()
+    batch = credit.main_test_batch(plan["n"], str(tmp_path), hours=1.0, workers=2, timing=timing, dry=True)
+    cost = sum(credit.run_cost(timing, a, K, u, w, warm=False) for a, K, _s, u, w, _f, _n in batch)
+    fits = {(K, s) for a, K, s, *_ in batch if credit.SUB_ADVANTAGE_MODES[a].algo == "ppo"}
+    cost += len(fits) * float(timing["warm_cpu_s"].max())  # one warm critic per (K, seed)
+    assert batch and cost / 2 <= 3600 and not list(tmp_path.iterdir())
+    assert "min of wall" in capsys.readouterr().out

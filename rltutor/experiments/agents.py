@@ -303,7 +303,7 @@ def compaction_verdicts(
 
 def sub_advantage_snr(
     budgets=(4096, 320, 256, 224),
-    modes=tuple(SUB_ADVANTAGE_RUNS),
+    modes=None,
     batches: int = 32,
     fit_batches: int = 8,
     seed: int = 0,
@@ -322,7 +322,8 @@ def sub_advantage_snr(
     broadcast_grpo), and the gradient of the token-mean surrogate ``sum A log pi / sum mask`` over the
     policy's (not the critic's) parameters is one estimate g. SNR and variance over the estimates:
     :func:`rltutor.experiments.variance.summarize` (``|E g|^2`` estimated without bias). One row per
-    (budget, mode)."""
+    (budget, mode). ``modes``: by default every registered mode but those that read the oracle's boundary values
+    (``ppo_oracle_bootstrap``: its SNR is the credit lab's, :func:`rltutor.experiments.credit.arm_snr`)."""
     from rltutor.advantages import compute_advantages
     from rltutor.build import build
     from rltutor.envs.toolshell import ToolShell
@@ -333,6 +334,8 @@ def sub_advantage_snr(
     from rltutor.rollout.context import ContextSpec
     from rltutor.rollout.templates import TemplateChooser, outcome_to_go
 
+    if modes is None:
+        modes = tuple(n for n, m in SUB_ADVANTAGE_MODES.items() if not m.oracle)
     sets = {"agent_policy": "templates", "env_options": TEMPLATE_TASKS[tasks], "seed": seed, "total_steps": 10**9}
     base = resolve("ppo", "toolshell", sets=sets)
     policy0, _ = build(base)

@@ -14,16 +14,21 @@ Pieces, each a function:
 * :func:`perfect_credit_gain` -- what a perfect per-call credit assignment gains over a broadcast one on this
   structure (below), from the fork success rates; :func:`credit_structure` measures those rates and the
   per-call score norms at a policy and returns the gain there.
-* :func:`mc_value` -- the oracle: V(s) at a snapshot of (environment, context, memory) from ``n`` Monte-Carlo
-  rollouts of the current policy in the simulator (each a deep copy); :func:`exact_value` enumerates every
-  candidate on a tiny chain (tests/test_credit.py checks one against the other); :func:`oracle_boundary_values`
-  plays a batch and returns the MC value at every compaction boundary (what an ``oracle`` arm's bootstrap would
-  read).
+* the oracle (:mod:`rltutor.rollout.oracle`, a library module, so that training can use it): V(s) at a snapshot
+  of (environment, context, memory) from Monte-Carlo rollouts of the current policy in the simulator;
+  :func:`oracle_boundary_values` plays a batch and returns it at every compaction boundary; the ``ORACLE`` arm,
+  ``ppo_oracle_bootstrap``, is ppo_bootstrap with those values in place of the critic's at the boundary (the
+  collector's ``boundary_value`` hook, filled by :class:`~rltutor.rollout.oracle.MCBoundaryValue`).
 * :func:`warm_critic` -- the critic fitted on rollouts of the cloned policy until its explained variance at the
-  boundaries exceeds 0.5, or what it reaches within a fixed budget.
+  boundaries exceeds 0.5, or what it reaches within a fixed budget; :func:`warm_critic_state` keeps it and
+  :func:`credit_trainer` loads it into the run's critic (every critic arm of the main test starts from it).
+* :func:`arm_snr` -- every arm's gradient SNR per K at the cloned policy (no training).
 * :func:`run_credit` / :func:`credit_curves` -- the runs (arm x K x seed) through the run store, and
   :func:`slope_verdicts` -- the pre-stated slope test through :mod:`rltutor.experiments.stats`.
-* ``python -m rltutor.experiments.credit --pilot --out rltutor/data/agents/credit_pilot.csv`` -- the pilot.
+* ``python -m rltutor.experiments.credit --pilot --out rltutor/data/agents/credit_pilot.csv`` -- the pilot;
+  ``--timing-pilot`` the second (:data:`TIMING_PILOT`); ``--snr`` the SNR table; ``--main-test`` the main test,
+  one batch of at most ``--hours`` (1) of wall time per call, resumable (``--plan`` prints it, runs nothing):
+  ``python -m rltutor.experiments.credit --main-test`` (its runs in the package's ``data/agents/credit_main.runs``).
 
 What perfect credit would gain (the structure)
 ----------------------------------------------
@@ -70,12 +75,33 @@ Pre-registration (dated; the test is fixed before its runs)
   finished; two check runs on drafts of the family (seed 0, before its dead ends moved to ``tmp/``) climbed
   from 0.47 to 0.81 at K = 1 in 3 updates and from 0.72 to 0.84 at K = 16 in 2: the cloned policy likely can
   learn this family, and a cold critic is the suspect; the counted runs must show it.
+* 2026-12-02, the second pilot (``rltutor/data/agents/credit_pilot2.*``, never counted; :data:`TIMING_PILOT`):
+  CPU seconds (``time.process_time``, one core; wall time ran 2-4x longer on the shared machine) per update:
+  broadcast_grpo 2.6 (K = 1) and 1.9 (K = 16); ppo_gae_across 1.8 and 2.0; the warm critic of 8 batches 33-40
+  per (K, seed), the uncached cloned policy 10-22; the oracle arm with 4 rollouts per boundary 15.6 (K = 4)
+  and 61 (K = 16). broadcast_grpo climbed in 3 updates (0.41 -> 0.78 at K = 1, 0.53 -> 0.66 at K = 16).
+* 2026-12-02, the main test as it will run (before any counted run; :data:`MAIN_TEST`, printed by
+  ``--main-test --plan`` from the stored pilots by :func:`main_test_plan`):
+
+  - delta = 0.05 return per unit of log4 K, as stated on 2026-12-01 (its reason: perfect per-call credit cuts
+    the gradient variance by rho = N = 14-15 on this family, :func:`perfect_credit_gain` at the pilot's fork
+    rates, at every K alike; a loss of 0.10 solve rate from K = 1 to 16 is what one fork at p = 0.9 costs).
+  - The power analysis (sigma = 0.107 from the first pilot, :func:`pilot_sd`; paired, Holm over 3, 80%)
+    asks for 51 seeds: over the budget. n is fitted to the budget instead: 21 seeds (10 to 30), every arm of
+    MAIN_ARMS at K = 1 and K = 16 (the least-squares slope over log4 K = 0, 1, 2 weights K = 4 by 0, so K = 4
+    runs buy nothing for the test; K = 4 is in the SNR table), 30 updates, warm critics, row_weight on: about
+    1000 CPU-s per seed, 5.8 of the 6 CPU-hours. With all three K, n would be 12 (detectable slope 0.114).
+  - At n = 21 the test detects a slope of 0.081 per log4 K at 80% power (level 0.05 / 3), not 0.05: a true
+    slope of 0.05 will often read "undecided"; the chapter says so beside the verdict.
+  - Beside the budget (not in the verdicts): the oracle arm at K = 16 for seeds 10-12 (4 rollouts per boundary,
+    about 1.6 CPU-hours), the ceiling of what a critic could give the bootstrap.
+  - Verdicts by :func:`slope_verdicts` (unchanged), from the last 5 updates' mean return, each arm's training
+    gain (first to last 5 updates) beside them; an arm that did not learn is reported and not interpreted.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import math
 import os
 import sys
@@ -85,47 +111,54 @@ import numpy as np
 import pandas as pd
 import torch
 
+from rltutor import datafiles
 from rltutor.config import TEMPLATE_TASKS, resolve
-from rltutor.envs.toolshell import ToolShell
 from rltutor.envs.toolshell.forks import FORKS_BUDGETS
 from rltutor.experiments.runs import RunStore, run_all, store_records, trained_frame
 from rltutor.experiments.stats import paired_row, seeds_for_power, verdict_table
-from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES
-from rltutor.rollout.context import Context, ContextSpec
-from rltutor.rollout.templates import TemplateChooser, command_of, outcome_to_go
+from rltutor.rollout.compaction import MAIN_ARMS, SUB_ADVANTAGE_MODES
+from rltutor.rollout.oracle import MCBoundaryValue, oracle_boundary_values
+from rltutor.rollout.templates import outcome_to_go
 from rltutor.train import Trainer
-from rltutor.utils import check_int, explained_variance
+from rltutor.utils import explained_variance
 
 __all__ = [
     "ARMS",
+    "ORACLE",
     "CRITIC_FREE",
     "SETTINGS",
-    "Snapshot",
     "perfect_credit_gain",
     "credit_structure",
-    "mc_value",
-    "exact_value",
     "oracle_boundary_values",
     "warm_critic",
     "k_distribution",
+    "gradient_noise",
+    "arm_snr",
+    "timing_pilot",
+    "run_timing",
+    "warm_critic_state",
+    "credit_trainer",
     "run_credit",
     "credit_curves",
     "slope_verdicts",
     "seeds_needed",
+    "MAIN_TEST",
+    "pilot_sd",
+    "run_cost",
+    "main_test_jobs",
+    "main_test_plan",
+    "pilot_timing",
+    "main_test_batch",
     "pilot",
     "main",
 ]
 
-ARMS = (
-    "ppo_gae_across",
-    "ppo_bootstrap",
-    "ppo_per_segment",
-    "broadcast_grpo",
-    "slime_split",
-    "full_outcome_batch_group",
-)
-"""The main test's arms, registered sub-advantage modes by name (rltutor.rollout.compaction); the ``oracle``
-arm (ppo_bootstrap with V from :func:`oracle_boundary_values`) needs the trainer to take those values."""
+ORACLE = "ppo_oracle_bootstrap"
+"""The oracle arm: ppo_bootstrap with V at every boundary from Monte-Carlo rollouts in the simulator
+(:class:`rltutor.rollout.oracle.MCBoundaryValue`), the ceiling of what a critic could give the bootstrap."""
+ARMS = (*MAIN_ARMS, ORACLE)
+"""The six arms of the test (:data:`rltutor.rollout.compaction.MAIN_ARMS`, registered sub-advantage modes by name)
+and the oracle arm beside them."""
 CRITIC_FREE = ("broadcast_grpo", "slime_split", "full_outcome_batch_group")
 """The arms the slope test compares ppo_gae_across with."""
 ACROSS = "ppo_gae_across"
@@ -191,147 +224,6 @@ def perfect_credit_gain(p_forks, c: float, n_calls: float, score=None) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------
-# Snapshots, the Monte-Carlo oracle and the exact value
-# ----------------------------------------------------------------------------------------------
-
-
-class Snapshot:
-    """One episode's state between two calls: the environment, the context and the chooser's memory (deep
-    copies, so rolling out from it changes nothing), and how many turns it has played."""
-
-    def __init__(self, env, ctx: Context, mem, read_commands: bool):
-        self.env, self.ctx, self.mem = copy.deepcopy(env), copy.deepcopy(ctx), copy.deepcopy(mem)
-        self.read_commands = read_commands
-        self.t0 = len(ctx.episode.rewards)
-
-    def copies(self, n: int) -> tuple[list, list[Context], TemplateChooser]:
-        """``n`` independent copies: (envs, contexts, a chooser holding their memories)."""
-        envs = [copy.deepcopy(self.env) for _ in range(n)]
-        ctxs = [copy.deepcopy(self.ctx) for _ in range(n)]
-        ch = TemplateChooser()
-        ch.mems = [copy.deepcopy(self.mem) for _ in range(n)]
-        ch.chosen, ch.read_commands = [None] * n, [self.read_commands] * n
-        return envs, ctxs, ch
-
-
-def _to_go(rewards: list[float], t0: int, gamma: float) -> float:
-    """sum_{t >= t0} gamma^(t - t0) r_t: the discounted return from turn t0 on."""
-    return sum(gamma ** (t - t0) * r for t, r in enumerate(rewards) if t >= t0)
-
-
-@torch.no_grad()
-def _play_on(policy, envs, ctxs, ch, turn_cost: float, generator=None, on_boundary=None) -> None:
-    """Play every episode to its end, in lockstep (as AgentCollector.run_episodes does); ``on_boundary(i)``
-    after each compaction, before the next call."""
-    while True:
-        live = [i for i, c in enumerate(ctxs) if not c.episode.done]
-        if not live:
-            return
-        for i, choice in zip(live, ch.choose(policy, live, [ctxs[i] for i in live], generator), strict=True):
-            obs, reward, done, info = envs[i].step(choice.text)
-            ep = ctxs[i].episode
-            ep.steps.append(choice.step)
-            compacted = ctxs[i].add_turn(choice.tokens, choice.logp, obs, reward, done, turn_cost)
-            ch.observe(i, obs, info, compacted)
-            if compacted is not None and on_boundary is not None:
-                on_boundary(i)
-
-
-def mc_value(
-    policy, snap: Snapshot, n: int = 64, gamma: float = 1.0, turn_cost: float = 0.0, generator=None
-) -> tuple[float, float]:
-    """V(s) at ``snap`` under ``policy``: the mean discounted return-to-go of ``n`` rollouts from copies of the
-    snapshot, and its standard error. An episode already over is worth 0."""
-    check_int("n", n, 1)
-    if snap.ctx.episode.done:
-        return 0.0, 0.0
-    envs, ctxs, ch = snap.copies(n)
-    _play_on(policy, envs, ctxs, ch, turn_cost, generator)
-    g = np.array([_to_go(c.episode.rewards, snap.t0, gamma) for c in ctxs])
-    return float(g.mean()), float(g.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
-
-
-@torch.no_grad()
-def exact_value(policy, snap: Snapshot, gamma: float = 1.0, turn_cost: float = 0.0, max_leaves: int = 20000) -> float:
-    """V(s) at ``snap`` by enumerating every candidate the policy could pick, weighted by its probability (the
-    softmax the policy samples from): exact, and exponential in the turns left, so for tiny chains only
-    (more than ``max_leaves`` episodes is an error)."""
-    leaves = [0]
-
-    def value(env, ctx, mem) -> float:
-        if ctx.episode.done:
-            leaves[0] += 1
-            if leaves[0] > max_leaves:
-                raise ValueError(f"more than {max_leaves} episodes to enumerate; use a shorter chain or mc_value")
-            return 0.0
-        keys, cand, state = mem.features()
-        logp = torch.log_softmax(policy.logits(cand[None], torch.ones(1, len(keys), dtype=torch.bool), state[None]), -1)
-        total = 0.0
-        for j, key in enumerate(keys):
-            pj = float(logp[0, j].exp())
-            if pj < 1e-12:
-                continue
-            e, c, m = copy.deepcopy(env), copy.deepcopy(ctx), copy.deepcopy(mem)
-            ch = TemplateChooser()
-            ch.mems, ch.chosen, ch.read_commands = [m], [None], [snap.read_commands]
-            choice = ch.demo(0, command_of(*key))
-            obs, reward, done, info = e.step(choice.text)
-            compacted = c.add_turn(choice.tokens, choice.logp, obs, reward, done, turn_cost)
-            ch.observe(0, obs, info, compacted)
-            total += pj * ((float(reward) - turn_cost) + gamma * value(e, c, ch.mems[0]))
-        return total
-
-    return value(snap.env, snap.ctx, snap.mem)
-
-
-def _start(policy, knobs: dict, seeds: list[int], G: int, spec: ContextSpec):
-    """Fresh episodes: G per task seed, their contexts and a chooser (as AgentCollector starts them)."""
-    envs = [ToolShell(**knobs) for _ in range(len(seeds) * G)]
-    statements = [env.reset(seed=seeds[i // G]) for i, env in enumerate(envs)]
-    ch = TemplateChooser()
-    ctxs = [Context(st, spec, i // G, ch.tok) for i, st in enumerate(statements)]
-    ch.start(statements, envs)
-    return envs, ctxs, ch
-
-
-def oracle_boundary_values(
-    policy,
-    knobs: dict,
-    spec: ContextSpec,
-    seeds: list[int],
-    G: int = 8,
-    n: int = 32,
-    gamma: float = 1.0,
-    turn_cost: float = 0.0,
-    generator=None,
-) -> pd.DataFrame:
-    """Play G episodes per task seed; at every compaction boundary take a :class:`Snapshot` and its oracle
-    value :func:`mc_value` (``n`` rollouts). One row per boundary: ``episode``, ``k`` (the sub-trajectory that
-    starts there), ``turn``, ``v_mc``, ``v_se`` and ``to_go`` (the return-to-go the played episode got)."""
-    envs, ctxs, ch = _start(policy, knobs, seeds, G, spec)
-    snaps: list[tuple[int, int, Snapshot]] = []
-
-    def on_boundary(i):
-        snaps.append((i, ctxs[i].k, Snapshot(envs[i], ctxs[i], ch.mems[i], ch.read_commands[i])))
-
-    _play_on(policy, envs, ctxs, ch, turn_cost, generator, on_boundary)
-    rows = []
-    for i, k, s in snaps:
-        v, se = mc_value(policy, s, n, gamma, turn_cost, generator)
-        rows.append(
-            {
-                "episode": i,
-                "k": k,
-                "turn": s.t0,
-                "v_mc": v,
-                "v_se": se,
-                "to_go": _to_go(ctxs[i].episode.rewards, s.t0, gamma),
-            }
-        )
-    return pd.DataFrame(rows, columns=["episode", "k", "turn", "v_mc", "v_se", "to_go"])
-
-
-# ----------------------------------------------------------------------------------------------
 # The cloned policy, its structure, its K, its warm critic
 # ----------------------------------------------------------------------------------------------
 
@@ -343,29 +235,22 @@ def _config(algo: str, K: int, seed: int, **sets):
     return resolve(algo, "toolshell", sets={**base, **COMMON, **SETTINGS[K], **sets})
 
 
-def _cloned(K: int, seed: int, critic: bool = True):
-    """The warm-started (cloned) template policy of ``seed`` at K's settings, and its config."""
+def _cloned(K: int, seed: int, critic: bool = True, **sets):
+    """The warm-started (cloned) template policy of ``seed`` at K's settings (``sets``: Config overrides), and
+    its config."""
     from rltutor.build import build
 
-    cfg = _config("ppo" if critic else "grpo", K, seed)
+    cfg = _config("ppo" if critic else "grpo", K, seed, **sets)
     policy, _ = build(cfg)
     return policy, cfg
 
 
-def _collector(cfg, sub_advantage: str = "ppo_bootstrap"):
-    from rltutor.rollout.agent import AgentCollector
+def _collector(cfg, boundary_value=None):
+    """The run's own collector (:func:`rltutor.build.agent_collector`: tasks x G, the context, the mode, gamma,
+    lambda, the turn cost and row_weight as the command line sets them)."""
+    from rltutor.build import agent_collector
 
-    knobs = dict(cfg.env_options)
-    return AgentCollector(
-        lambda: ToolShell(**knobs),
-        TemplateChooser(),
-        num_tasks=cfg.num_groups,
-        group_size=cfg.group_size,
-        spec=cfg.context_spec(),
-        sub_advantage=sub_advantage,
-        gamma=cfg.gamma,
-        turn_cost=cfg.turn_cost,
-    )
+    return agent_collector(cfg, boundary_value=boundary_value)
 
 
 def k_distribution(K: int, seed: int = 0, batches: int = 4) -> pd.DataFrame:
@@ -443,14 +328,16 @@ def warm_critic(
     steps_per_batch: int = 100,
     eval_batches: int = 4,
     lr: float = 3e-3,
+    **sets,
 ) -> tuple[dict, float, float, pd.DataFrame]:
     """Fit the critic of the cloned policy of ``seed`` at K's settings on its own rollouts until its explained
     variance at the boundaries (first turn of each sub-trajectory after a compaction) on ``eval_batches``
     held-out batches exceeds ``target_ev``, or ``max_batches`` training batches are spent. The target is the
     discounted outcome-to-go (:func:`rltutor.rollout.templates.outcome_to_go`). Returns (the critic's
     state_dict, the boundary explained variance reached, the all-turn one, the history per batch). At K = 1
-    there are no boundaries: the boundary value is NaN and the all-turn one is what the loop reads."""
-    policy, cfg = _cloned(K, seed)
+    there are no boundaries: the boundary value is NaN and the all-turn one is what the loop reads. ``sets``:
+    Config overrides (a test's smaller task)."""
+    policy, cfg = _cloned(K, seed, **sets)
     col = _collector(cfg)
     gen = torch.Generator().manual_seed(15485863 * seed + K)
     gamma = cfg.gamma
@@ -499,35 +386,117 @@ def warm_critic(
 # ----------------------------------------------------------------------------------------------
 
 
-def run_credit(arm: str, K: int, seed: int = 0, updates: int = 30, **overrides) -> pd.DataFrame:
-    """One run of ``arm`` (a registered sub-advantage mode, under the algorithm and settings it registered) at
-    K's settings: ``updates`` updates of 4 tasks x 8 episodes; one row per update."""
+_WARM: dict = {}  # warm critics by (K, seed, batches), so the critic arms of one (K, seed) share one
+
+
+def warm_critic_state(K: int, seed: int, batches: int = 8, folder: str | None = None) -> dict:
+    """The critic state of :func:`warm_critic` for (K, seed) after at most ``batches`` batches, computed once per
+    process; with ``folder``, kept there as ``warm_critic-K{K}-s{seed}-b{batches}.pt`` and read back (so the
+    runs of a resumed or parallel main test start their critic arms from one fit)."""
+    key = (K, seed, batches)
+    if key in _WARM:
+        return _WARM[key]
+    path = os.path.join(folder, f"warm_critic-K{K}-s{seed}-b{batches}.pt") if folder else None
+    if path and os.path.exists(path):
+        state = torch.load(path, weights_only=True)
+    else:
+        state = {k: v.clone() for k, v in warm_critic(K, seed, max_batches=batches)[0].items()}
+        if path:
+            os.makedirs(folder, exist_ok=True)
+            tmp = f"{path}.tmp{os.getpid()}"
+            torch.save(state, tmp)
+            os.replace(tmp, path)  # whole or not at all
+    _WARM[key] = state
+    return state
+
+
+def credit_trainer(
+    arm: str, K: int, seed: int = 0, critic_state: dict | None = None, oracle_n: int = 16, **overrides
+) -> Trainer:
+    """The trainer of one run of ``arm`` at K's settings: the cloned policy of ``seed`` (:func:`rltutor.build.build`),
+    its critic loaded from ``critic_state`` when given (the warm critic of :func:`warm_critic_state`: the load
+    hook, so the RL run starts from the warmed critic, not a fresh one), and the collector of
+    :func:`rltutor.build.agent_collector`; the oracle arm's collector gets
+    :class:`~rltutor.rollout.oracle.MCBoundaryValue` with ``oracle_n`` rollouts per boundary."""
+    from rltutor.build import build
+
     if arm not in SUB_ADVANTAGE_MODES:
         raise ValueError(f"unknown arm {arm!r}; registered sub-advantage modes: {', '.join(SUB_ADVANTAGE_MODES)}")
     mode = SUB_ADVANTAGE_MODES[arm]
-    t0 = time.perf_counter()
-    trainer = Trainer(_config(mode.algo, K, seed, sub_advantage=arm, **mode.requires, **overrides))
-    t_build = time.perf_counter() - t0
-    return trained_frame(trainer, updates, COLUMNS, arm=arm, K=K, seed=seed, build_s=t_build)
+    cfg = _config(mode.algo, K, seed, sub_advantage=arm, **mode.requires, **overrides)
+    policy, collector = build(cfg)
+    if mode.oracle:
+        collector = _collector(cfg, MCBoundaryValue(oracle_n, cfg.gamma, cfg.turn_cost, seed=cfg.seed))
+    if critic_state is not None:
+        if getattr(policy, "critic", None) is None:
+            raise ValueError(f"arm {arm!r} runs without a critic (algo {mode.algo!r}): pass critic_state=None")
+        policy.critic.load_state_dict(critic_state)
+    return Trainer(cfg, policy, collector)
+
+
+def run_credit(
+    arm: str,
+    K: int,
+    seed: int = 0,
+    updates: int = 30,
+    warm_batches: int = 8,
+    oracle_n: int = 16,
+    folder: str | None = None,
+    **overrides,
+) -> pd.DataFrame:
+    """One run of ``arm`` (a registered sub-advantage mode, under the algorithm and settings it registered) at
+    K's settings: ``updates`` updates of 4 tasks x 8 episodes; one row per update. An arm with a critic starts
+    from the warm critic of (K, seed) fitted for ``warm_batches`` batches (0: a fresh critic); ``folder``
+    keeps the warm critics (:func:`warm_critic_state`)."""
+    if arm not in SUB_ADVANTAGE_MODES:
+        raise ValueError(f"unknown arm {arm!r}; registered sub-advantage modes: {', '.join(SUB_ADVANTAGE_MODES)}")
+    critic = SUB_ADVANTAGE_MODES[arm].algo == "ppo"
+    t0, c0 = time.perf_counter(), time.process_time()
+    state = warm_critic_state(K, seed, warm_batches, folder) if critic and warm_batches > 0 else None
+    t_warm, c_warm = time.perf_counter() - t0, time.process_time() - c0
+    trainer = credit_trainer(arm, K, seed, state, oracle_n, **overrides)
+    t_build, c_build = time.perf_counter() - t0 - t_warm, time.process_time() - c0 - c_warm
+    df = trained_frame(trainer, updates, COLUMNS, arm=arm, K=K, seed=seed, build_s=t_build, warm_s=t_warm)
+    # CPU seconds of this process (a loaded machine's wall times are not speeds): warm critic, build, all
+    df["warm_cpu_s"], df["build_cpu_s"], df["cpu_s"] = c_warm, c_build, time.process_time() - c0
+    return df
 
 
 def _run(job: tuple) -> pd.DataFrame:
-    arm, K, seed, updates = job
+    arm, K, seed, updates, warm_batches, folder, oracle_n = job
     torch.set_num_threads(1)
-    return run_credit(arm, K, seed, updates)
+    return run_credit(arm, K, seed, updates, warm_batches, oracle_n, folder=folder)
+
+
+def _name(arm: str, K: int, seed: int, updates: int, warm_batches: int, oracle_n: int = 16) -> str:
+    tail = (f"-w{warm_batches}" if warm_batches else "") + (f"-n{oracle_n}" if SUB_ADVANTAGE_MODES[arm].oracle else "")
+    return f"{arm}-K{K}-s{seed}-u{updates}{tail}.csv"
 
 
 def credit_curves(
-    arms=ARMS, Ks=(1, 4, 16), seeds=(0, 1), updates: int = 30, workers: int | None = None, run_dir: str | None = None
+    arms=ARMS,
+    Ks=(1, 4, 16),
+    seeds=(0, 1),
+    updates: int = 30,
+    workers: int | None = None,
+    run_dir: str | None = None,
+    warm_batches: int = 8,
+    oracle_n: int = 16,
 ) -> pd.DataFrame:
     """Every (arm, K, seed) run, ``workers`` processes at a time; with ``run_dir`` each run is stored as it ends
-    and a stored one is read back (resumable). Arms that are not registered are an error."""
+    and a stored one is read back (resumable), the warm critics beside them. Arms that are not registered are an
+    error."""
     for a in arms:
         if a not in SUB_ADVANTAGE_MODES:
             raise ValueError(f"unknown arm {a!r}; registered: {', '.join(SUB_ADVANTAGE_MODES)}")
-    cells = [(a, K, s, updates) for a in arms for K in Ks for s in seeds]
+    cells = [(a, K, s, updates, warm_batches, run_dir, oracle_n) for s in seeds for K in Ks for a in arms]
+    return _run_cells(cells, workers, run_dir)
+
+
+def _run_cells(cells: list[tuple], workers: int | None, run_dir: str | None) -> pd.DataFrame:
+    """The runs of ``cells`` (``_run``'s jobs) through the run store (resumable) when ``run_dir`` is given."""
     store = RunStore(run_dir) if run_dir else None
-    names = [f"{a}-K{K}-s{s}-u{u}.csv" for a, K, s, u in cells] if run_dir else None
+    names = [_name(a, K, s, u, w, n) for a, K, s, u, w, _f, n in cells] if run_dir else None
     return run_all(_run, cells, workers, store=store, names=names)
 
 
@@ -535,7 +504,7 @@ def slope_verdicts(df: pd.DataFrame, metric: str = "episode_return", last: int =
     """The pre-stated slope test (module docstring) from stored runs: per critic-free arm X the slope over log4 K
     of J(ppo_gae_across) - J(X), paired by seed, Holm-corrected (:func:`rltutor.experiments.stats.verdict_table`)."""
     end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
-    w = {1: -0.5, 4: 0.0, 16: 0.5}  # least-squares slope over log4 K = 0, 1, 2
+    w = {1: -0.5, 16: 0.5}  # least-squares slope over log4 K = 0, 1, 2: weights (-1, 0, +1) / 2, K = 4's is 0
     rows = []
     for other in CRITIC_FREE:
         arms = []
@@ -543,7 +512,7 @@ def slope_verdicts(df: pd.DataFrame, metric: str = "episode_return", last: int =
             for arm, sign in ((ACROSS, 1.0), (other, -1.0)):
                 if (arm, K) in end.index.droplevel("seed"):
                     arms.append((sign * wk, end.loc[(arm, K)]))
-        if len(arms) == 6:
+        if len(arms) == 4:
             rows.append(paired_row(f"slope over log4 K of {ACROSS} - {other}", metric, arms, delta))
     return verdict_table(rows) if rows else pd.DataFrame()
 
@@ -590,13 +559,291 @@ def pilot(arms, Ks=(1, 4, 16), seeds=(0, 1), updates: int = 4, out: str | None =
             }
         )
         keep("critic", pd.DataFrame(crit))
-    df = credit_curves(arms, Ks, seeds, updates, workers=1, run_dir=f"{base}.runs" if base else None)
+    df = credit_curves(arms, Ks, seeds, updates, workers=1, run_dir=f"{base}.runs" if base else None, warm_batches=0)
     keep("runs", df.groupby(["arm", "K", "seed"])[["build_s", "time_s"]].max().reset_index())
     keep("learning", df.groupby(["arm", "K", "seed"])["episode_return"].agg(["first", "last"]).reset_index())
     summary["seeds_needed"] = seeds_needed(df)
     summary["wall_s"] = time.perf_counter() - t0
     summary["curves"] = df
     return summary
+
+
+def gradient_noise(g: torch.Tensor) -> dict[str, float]:
+    """Of M gradient estimates ``g`` (M, P): ``variance`` E|g - E g|^2 (unbiased) and its standard error, ``signal``
+    |mean g|^2, and ``snr`` = max(|mean g|^2 - variance / M, 0) / variance, the unbiased |E g|^2 over the noise
+    (the same numbers as :func:`rltutor.experiments.variance.summarize`, which a lab may not import)."""
+    M = g.shape[0]
+    gf = g.double()
+    mean = gf.mean(0)
+    sq = ((gf - mean) ** 2).sum(1)  # |g_m - mean|^2, (M,)
+    var = float(sq.sum() / max(M - 1, 1))
+    signal = float(mean @ mean)
+    unbiased = signal - var / M
+    snr = max(unbiased, 0.0) / var if var > 0 else float("inf") if unbiased > 0 else 0.0
+    var_se = float(sq.std() / math.sqrt(M)) if M > 1 else float("nan")
+    return {"variance": var, "variance_se": var_se, "signal": signal, "snr": snr}
+
+
+def arm_snr(
+    Ks=(1, 4, 16),
+    arms=ARMS,
+    batches: int = 10,
+    seed: int = 0,
+    critic_batches: int = 4,
+    oracle_n: int = 4,
+    oracle_Ks=(1, 4),
+    on_K=None,
+    **sets,
+) -> pd.DataFrame:
+    """The policy gradient's signal-to-noise ratio of every arm at a fixed policy (no training), per K.
+
+    The policy is the cloned template agent of ``seed`` at K's settings, its critic warmed by :func:`warm_critic`
+    for ``critic_batches`` batches. ``batches`` batches of 4 tasks x 8 episodes are collected once per K (the
+    oracle's :class:`~rltutor.rollout.oracle.MCBoundaryValue`, ``oracle_n`` rollouts per boundary, filling the
+    boundary values at the K in ``oracle_Ks``; its rollouts draw from their own generator, so the episodes are
+    the same either way); each arm turns the same episodes into advantages
+    (:func:`rltutor.rollout.compaction.sub_advantage_batch`, then its registered estimator at the run's gamma and
+    lambda), and the gradient over the policy's (not the critic's) parameters of the surrogate
+    ``aggregate(A log pi, mask, row_weight)`` (every episode counting once, as ``row_weight`` makes every arm of the
+    main test count it; no advantage whitening) is one estimate g. SNR = |E g|^2 / E|g - E g|^2
+    (:func:`gradient_noise`, |E g|^2 without bias). One row per (K, arm); an oracle arm at
+    a K outside ``oracle_Ks`` is left out (its rollouts cost about a second per boundary at 8 rollouts).
+    ``on_K(frame)``: called with the rows so far after each K (the command line stores them, so a stopped
+    measurement keeps its finished K). ``sets``: Config overrides (a test's smaller task)."""
+    from rltutor.advantages import compute_advantages
+    from rltutor.losses import aggregate
+    from rltutor.rollout.compaction import sub_advantage_batch
+
+    rows = []
+    for K in Ks:
+        t0 = time.perf_counter()
+        state, ev_b, ev_all, _ = warm_critic(K, seed, max_batches=critic_batches, **sets)
+        policy, cfg = _cloned(K, seed, **sets)
+        policy.critic.load_state_dict(state)
+        hook = MCBoundaryValue(oracle_n, cfg.gamma, cfg.turn_cost, seed=seed) if K in oracle_Ks else None
+        col = _collector(cfg, hook)
+        gen = torch.Generator().manual_seed(7 * seed + K)
+        collected = [col.collect(policy, gen) for _ in range(batches)]
+        params = [p for n, p in policy.named_parameters() if not n.startswith("critic")]
+        segs = float(np.mean([i["metrics"]["segments_per_episode"] for _, i in collected]))
+        for arm in arms:
+            m = SUB_ADVANTAGE_MODES[arm]
+            if m.oracle and hook is None:
+                continue
+            gm = cfg.gamma if m.gamma is None else m.gamma
+            grads = []
+            for b, i in collected:
+                meta, mask = i["meta"], b["mask"]
+                outcome = torch.tensor(i["episode_returns"], dtype=mask.dtype)
+                out = sub_advantage_batch(
+                    arm, meta, outcome, mask, b["values"], gm, cfg.num_groups, cfg.group_size, cfg.lam, True,
+                    i.get("boundary_values"),
+                )  # fmt: skip
+                adv = out.get("advantages")  # ppo_gae_across computes its own
+                if adv is None:
+                    adv, _ = compute_advantages(
+                        m.estimator or "gae", rewards=out["rewards"], mask=mask, values=b["values"],
+                        group_ids=out["group_ids"], gamma=gm, lam=cfg.lam,
+                    )  # fmt: skip
+                logp = policy.evaluate(b)["logp"]
+                surrogate = aggregate(adv.detach() * logp, mask, "token-mean", row_weight=out["row_weight"])
+                grads.append(torch.cat([x.flatten() for x in torch.autograd.grad(surrogate, params)]))
+            summ = gradient_noise(torch.stack(grads))
+            rows.append(
+                {
+                    "K": K,
+                    "arm": arm,
+                    "segments_per_episode": segs,
+                    "snr": summ["snr"],
+                    "variance": summ["variance"],
+                    "variance_se": summ["variance_se"],
+                    "signal": summ["signal"],
+                    "critic_ev_boundary": ev_b,
+                    "critic_ev_all": ev_all,
+                    "oracle_n": oracle_n if m.oracle else 0,
+                    "batches": batches,
+                    "time_s": time.perf_counter() - t0,
+                }
+            )
+        if on_K is not None:
+            on_K(pd.DataFrame(rows))
+    return pd.DataFrame(rows)
+
+
+TIMING_PILOT = (
+    ("broadcast_grpo", 1, 0, 3, 0, 16),
+    ("broadcast_grpo", 16, 0, 3, 0, 16),
+    ("ppo_gae_across", 16, 0, 3, 8, 16),
+    ("ppo_gae_across", 1, 0, 3, 8, 16),
+    (ORACLE, 4, 0, 2, 0, 4),
+    (ORACLE, 16, 0, 1, 0, 4),
+)
+"""The second pilot's runs (never counted): (arm, K, seed, updates, warm_batches, oracle_n); it times what the
+first pilot did not finish or have (a critic-free arm, a warm critic, the oracle arm), in CPU seconds."""
+
+
+def timing_pilot(out: str, jobs=TIMING_PILOT) -> pd.DataFrame:
+    """The second pilot: ``jobs`` one after another in this process, each stored in ``OUT.runs/`` as it ends
+    (an interrupted pilot keeps what it timed); returns one row per run: its CPU seconds for the warm critic,
+    the build (the cloned policy; computed once per setting in a process) and the updates, per update."""
+    run_dir = os.path.splitext(out)[0] + ".runs"
+    df = _run_cells([(a, K, s, u, w, run_dir, n) for a, K, s, u, w, n in jobs], 1, run_dir)
+    return run_timing(df)
+
+
+def run_timing(df: pd.DataFrame) -> pd.DataFrame:
+    """Per stored run: ``updates``, ``warm_cpu_s``, ``build_cpu_s``, ``update_cpu_s`` (CPU seconds per update:
+    the run's CPU less warm critic and build, over its updates) and the wall ``time_s`` of its updates."""
+    g = df.groupby(["arm", "K", "seed"], sort=False)
+    t = g.agg(
+        updates=("update", "max"),
+        warm_cpu_s=("warm_cpu_s", "max"),
+        build_cpu_s=("build_cpu_s", "max"),
+        cpu_s=("cpu_s", "max"),
+        time_s=("time_s", "max"),
+    ).reset_index()
+    t["update_cpu_s"] = (t["cpu_s"] - t["warm_cpu_s"] - t["build_cpu_s"]) / t["updates"]
+    return t
+
+
+PILOTS = (str(datafiles.path("agents/credit_pilot.csv")), str(datafiles.path("agents/credit_pilot2.runs")))
+"""The stored pilots (never counted): the first (fresh-critic ppo_bootstrap, 2 seeds: the sd) and the second's
+runs (CPU seconds per run)."""
+MAIN_OUT = str(datafiles.path("agents") / "credit_main.csv")
+"""Where ``--main-test`` keeps the main test by default (its runs in ``credit_main.runs/`` beside it)."""
+BUDGET_CPU_S = 6 * 3600
+"""The main test's budget: about 6 CPU-hours (issue 22)."""
+MAIN_TEST = {
+    "arms": MAIN_ARMS,
+    "Ks": (1, 16),
+    "updates": 30,
+    "warm_batches": 8,
+    "first_seed": 10,
+    "seeds": 21,
+    "oracle_Ks": (16,),
+    "oracle_seeds": 3,
+    "oracle_n": 4,
+}
+"""The main test's cells (the pre-registration in the module docstring): every arm of MAIN_ARMS at K = 1 and 16
+(the slope's least-squares weights over log4 K = 0, 1, 2 put 0 on K = 4), 30 updates, critic arms from the warm
+critic of 8 batches, ``seeds`` seeds from first_seed (the pilots used 0 and 1; n as :func:`main_test_plan` fitted
+it to the budget on 2026-12-02, pinned here so the test cannot drift with later data); then, beside the budget,
+the oracle arm at ``oracle_Ks`` for the first ``oracle_seeds`` seeds with ``oracle_n`` rollouts per boundary."""
+
+
+def pilot_sd(path: str = PILOTS[0], last: int = 5) -> float:
+    """sigma: the mean over (arm, K) of the sd over seeds of a run's end metric, from a stored pilot (as
+    :func:`seeds_needed` reads it)."""
+    df = pd.read_csv(path)
+    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])["episode_return"].mean()
+    return float(end.groupby(["arm", "K"]).std().mean())
+
+
+def run_cost(timing: pd.DataFrame, arm: str, K: int, updates: int, warm_batches: int, warm: bool = True) -> float:
+    """A run's estimated CPU seconds from the second pilot's :func:`run_timing`: the build of the uncached
+    cloned policy (charged to every run: a worker's cache may save it), the warm critic (a critic arm's, with
+    ``warm``: it is fitted once per (K, seed) and kept) and ``updates`` updates. A critic-free arm is timed as
+    broadcast_grpo, a critic arm as ppo_gae_across
+    (they differ only in how the rewards are assigned), the oracle as itself; K = 4 without its own timing as
+    the mean of K = 1 and K = 16 times 1.6 (the first pilot's wall time per update at K = 4 over those)."""
+    mode = SUB_ADVANTAGE_MODES[arm]
+    proxy = ORACLE if mode.oracle else ("ppo_gae_across" if mode.algo == "ppo" else "broadcast_grpo")
+    t = timing[timing["arm"] == proxy].set_index("K")
+    builds = timing.groupby("K")["build_cpu_s"].max()  # the uncached build at each K
+
+    def per_update(k):
+        if k in t.index:
+            return float(t.loc[k, "update_cpu_s"])
+        near = [float(t.loc[j, "update_cpu_s"]) for j in (1, 16) if j in t.index]
+        return 1.6 * float(np.mean(near))
+
+    build = float(builds.get(K, builds.max()))
+    fit = float(timing["warm_cpu_s"].max()) if warm and mode.algo == "ppo" and warm_batches > 0 else 0.0
+    return build + fit + updates * per_update(K)
+
+
+def main_test_jobs(n: int, folder: str) -> list[tuple]:
+    """The main test's runs for ``n`` seeds, in seed order (a stopped test has whole seeds first), then the
+    oracle's."""
+    m = MAIN_TEST
+    seeds = range(m["first_seed"], m["first_seed"] + n)
+    jobs = [(a, K, s, m["updates"], m["warm_batches"], folder, 16) for s in seeds for K in m["Ks"] for a in m["arms"]]
+    oracle = [
+        (ORACLE, K, s, m["updates"], m["warm_batches"], folder, m["oracle_n"])
+        for s in seeds[: m["oracle_seeds"]]
+        for K in m["oracle_Ks"]
+    ]
+    return jobs + oracle  # the oracle's runs last: beside the budget
+
+
+def main_test_plan(timing: pd.DataFrame | None = None, budget_s: float = BUDGET_CPU_S) -> dict:
+    """The pre-stated test's numbers from the pilots: sigma (:func:`pilot_sd`), the seeds the slope test would
+    need at delta (:func:`seeds_for_power`), the CPU seconds per seed of :data:`MAIN_TEST`
+    (:func:`run_cost`), the seeds the budget affords (n), and the slope the affordable n detects at 80% power
+    (:func:`rltutor.experiments.stats.detectable_effect`, level 0.05 / 3); and the CPU seconds of the oracle's
+    runs beside the budget (``oracle_cpu_s``)."""
+    from rltutor.experiments.stats import ALPHA, detectable_effect
+
+    if timing is None:
+        timing = pilot_timing()
+    m = MAIN_TEST
+    sigma = pilot_sd()
+    per_seed = sum(run_cost(timing, a, K, m["updates"], m["warm_batches"], False) for a in m["arms"] for K in m["Ks"])
+    per_seed += len(m["Ks"]) * float(timing["warm_cpu_s"].max())  # one warm critic per (K, seed)
+    n = int(budget_s // per_seed)
+    oracle = m["oracle_seeds"] * sum(
+        run_cost(timing, ORACLE, K, m["updates"], m["warm_batches"]) for K in m["oracle_Ks"]
+    )
+    return {
+        "sigma": sigma,
+        "delta": 0.05,
+        "seeds_needed": seeds_for_power(sigma, 0.05, paired=True, tests=3),
+        "cpu_s_per_seed": per_seed,
+        "n": n,
+        "cpu_s": n * per_seed,
+        "detectable_slope": detectable_effect(sigma / math.sqrt(n), n - 1, ALPHA / 3),
+        "oracle_cpu_s": oracle,
+    }
+
+
+def pilot_timing(folder: str = PILOTS[1]) -> pd.DataFrame:
+    """:func:`run_timing` of the second pilot's stored runs."""
+    files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".csv"))
+    return run_timing(pd.concat([pd.read_csv(f) for f in files], ignore_index=True))
+
+
+def main_test_batch(
+    n: int, folder: str, hours: float = 1.0, workers: int = 2, timing: pd.DataFrame | None = None, dry: bool = False
+) -> list[tuple]:
+    """The next batch of the main test: the pending runs (not in ``folder``'s store), in seed order, as many as
+    fit in ``hours`` of wall time on ``workers`` free cores by :func:`run_cost`; printed with its estimate,
+    then run (unless ``dry``), each run stored as it ends. Returns the batch's jobs (empty: the test is done)."""
+    if timing is None:
+        timing = pilot_timing()
+    store = RunStore(folder)
+    pending = [j for j in main_test_jobs(n, folder) if not store.has(_name(*j[:5], j[6]))]
+    batch, cpu, fitted = [], 0.0, set()
+    for j in pending:
+        key = (j[1], j[2], j[4])  # the warm critic of (K, seed): fitted once, kept in the folder
+        kept = key in fitted or os.path.exists(os.path.join(folder, f"warm_critic-K{j[1]}-s{j[2]}-b{j[4]}.pt"))
+        c = run_cost(timing, j[0], j[1], j[3], j[4], warm=not kept)
+        if SUB_ADVANTAGE_MODES[j[0]].algo == "ppo":
+            fitted.add(key)
+        if batch and (cpu + c) / workers > hours * 3600:
+            break
+        batch.append(j)
+        cpu += c
+    print(
+        f"batch: {len(batch)} of {len(pending)} pending runs (seeds {sorted({j[2] for j in batch})}), about "
+        f"{cpu / 60:.0f} CPU-minutes: {cpu / workers / 60:.0f} min of wall on {workers} free cores (a loaded "
+        "machine stretches it by its load)",
+        flush=True,
+    )
+    if batch and not dry:
+        t0 = time.perf_counter()
+        _run_cells(batch, workers, folder)
+        print(f"batch done in {(time.perf_counter() - t0) / 60:.0f} min; commit {folder}", flush=True)
+    return batch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -607,8 +854,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--updates", type=int, default=30)
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--pilot", action="store_true", help="the pilot: a few updates per run, timed, never counted")
-    p.add_argument("--out", required=True, help="CSV file; FILE.cmd beside it gets the command")
+    p.add_argument(
+        "--main-test",
+        action="store_true",
+        help="the pre-stated main test (MAIN_TEST): its next batch of at most --hours of wall time, resumable; "
+        "--out is its CSV, the runs go to OUT.runs/",
+    )
+    p.add_argument("--hours", type=float, default=1.0, help="--main-test: wall time per batch")
+    p.add_argument("--plan", action="store_true", help="--main-test: print the plan and the next batch, run nothing")
+    p.add_argument("--snr", action="store_true", help="every arm's gradient SNR per K at the cloned policy (arm_snr)")
+    p.add_argument("--batches", type=int, default=10, help="--snr: gradient estimates per (K, arm)")
+    p.add_argument("--critic-batches", type=int, default=4, help="--snr: batches of the warm critic")
+    p.add_argument("--oracle-n", type=int, default=4, help="--snr: the oracle's rollouts per boundary")
+    p.add_argument(
+        "--timing-pilot",
+        action="store_true",
+        help="the second pilot (TIMING_PILOT): CPU seconds per run, never counted",
+    )
+    p.add_argument(
+        "--out", default=None, help="CSV file; FILE.cmd beside it gets the command (--main-test: MAIN_OUT by default)"
+    )
     args = p.parse_args(argv)
+    if args.out is None and not args.main_test:
+        p.error("--out is required (a CSV file, e.g. --out rltutor/data/agents/credit_snr.csv)")
+    args.out = args.out or MAIN_OUT
     argv = argv if argv is not None else sys.argv[1:]
     arms = args.arms or [a for a in ARMS if a in SUB_ADVANTAGE_MODES]
     missing = [a for a in (args.arms or ARMS) if a not in SUB_ADVANTAGE_MODES]
@@ -617,6 +886,38 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"not registered here, skipped: {', '.join(missing)}")
     t0 = time.perf_counter()
+    if args.main_test:
+        plan = main_test_plan()
+        print(", ".join(f"{k} {v:.4g}" for k, v in plan.items()))
+        folder = os.path.splitext(args.out)[0] + ".runs"
+        n = MAIN_TEST["seeds"]  # the pre-stated n; the plan above recomputes it from the stored pilots
+        if plan["n"] != n:
+            print(f"note: the stored pilots now give n = {plan['n']}; the pre-stated test runs n = {n}")
+        jobs = main_test_batch(n, folder, args.hours, args.workers or 2, dry=args.plan)
+        if not args.plan and not jobs:  # every run stored: the test's records and verdicts
+            df = _run_cells(main_test_jobs(n, folder), 1, folder)
+            store_records(df, args.out, "rltutor.experiments.credit", argv)
+            print(slope_verdicts(df).to_string(index=False))
+        return 0
+    if args.snr:
+        df = arm_snr(
+            tuple(args.Ks),
+            arms,
+            args.batches,
+            seed=args.seeds[0],
+            critic_batches=args.critic_batches,
+            oracle_n=args.oracle_n,
+            on_K=lambda part: store_records(part, args.out, "rltutor.experiments.credit", argv),
+        )
+        print(df.round(4).to_string(index=False))
+        print(f"{time.perf_counter() - t0:.0f} s; wrote {args.out}")
+        return 0
+    if args.timing_pilot:
+        t = timing_pilot(args.out)
+        store_records(t, args.out, "rltutor.experiments.credit", argv)
+        print(t.round(3).to_string(index=False))
+        print(f"{time.perf_counter() - t0:.0f} s; wrote {args.out}")
+        return 0
     if args.pilot:
         s = pilot(arms, tuple(args.Ks), tuple(args.seeds), args.updates, args.out)
         store_records(s["curves"], args.out, "rltutor.experiments.credit", argv)

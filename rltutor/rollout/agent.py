@@ -59,7 +59,7 @@ import torch.nn.functional as F
 
 from rltutor.envs.toolshell.vocab import EOS, PAD
 from rltutor.models.lm_policy import LMPolicy
-from rltutor.rollout.compaction import SUB_ADVANTAGES, sub_advantage_batch
+from rltutor.rollout.compaction import SUB_ADVANTAGE_MODES, SUB_ADVANTAGES, sub_advantage_batch
 from rltutor.rollout.context import TOOLSHELL_TOKENS, Context, ContextSpec, Episode, Segment, Tokenizer
 from rltutor.utils import check_choice, check_int, check_number
 
@@ -364,6 +364,11 @@ class AgentCollector:
             loss; :func:`~rltutor.rollout.compaction.episode_row_weight`).
         turn_cost: reward subtracted on every turn (the price of a tool call), so an episode's return is
             ``R - turn_cost * turns``.
+        boundary_value: ``boundary_value(policy, env, context, chooser, i) -> float``, called at every
+            compaction boundary of episode ``i`` (after the compaction, before the next call): V of the state
+            the next sub-trajectory starts from, for a mode registered with ``oracle=True``
+            (``ppo_oracle_bootstrap``; :class:`rltutor.rollout.oracle.MCBoundaryValue` fills it); also in
+            ``info["boundary_values"]`` (R,), NaN on an episode's first row.
     """
 
     def __init__(
@@ -378,6 +383,7 @@ class AgentCollector:
         turn_cost: float = 0.0,
         lam: float = 1.0,
         row_weight: bool = False,
+        boundary_value: Callable | None = None,
     ):
         spec = ContextSpec() if spec is None else spec
         if not isinstance(spec, ContextSpec):
@@ -408,6 +414,12 @@ class AgentCollector:
         self.num_tasks, self.group_size = num_tasks, group_size
         self.sub_advantage, self.gamma = sub_advantage, float(gamma)
         self.lam, self.row_weight = float(lam), bool(row_weight)
+        if sub_advantage is not None and SUB_ADVANTAGE_MODES[sub_advantage].oracle and boundary_value is None:
+            raise ValueError(
+                f"sub_advantage={sub_advantage!r} reads the oracle's boundary values: pass "
+                "boundary_value=rltutor.rollout.oracle.MCBoundaryValue(...) (rltutor.build.agent_collector does)"
+            )
+        self.boundary_value, self._boundary = boundary_value, []
         self.envs = [make_env() for _ in range(num_tasks * group_size)]
 
     def state_dict(self) -> dict:
@@ -430,6 +442,7 @@ class AgentCollector:
         statements = [env.reset(seed=seeds[i // G]) for i, env in enumerate(self.envs)]
         ctxs = [Context(st, self.spec, i // G, ch.tok) for i, st in enumerate(statements)]
         ch.start(statements, self.envs)
+        self._boundary = [[] for _ in ctxs]
         steps = 0
         while True:
             live = [i for i, c in enumerate(ctxs) if not c.episode.done]
@@ -447,6 +460,8 @@ class AgentCollector:
                 if done:
                     ep.cut = (info.get("guard") or {}).get("action") == "end"
                 ch.observe(i, obs, info, compacted)
+                if compacted is not None and self.boundary_value is not None:  # V of the next row's first state
+                    self._boundary[i].append(float(self.boundary_value(policy, self.envs[i], ctxs[i], ch, i)))
                 steps += len(choice.tokens) if ch.counts_tokens else 1
         episodes = [c.episode for c in ctxs]
         for ep, env in zip(episodes, self.envs, strict=True):
@@ -461,6 +476,9 @@ class AgentCollector:
         t_sample = time.perf_counter() - t0
         batch, meta = self.chooser.rows(episodes, policy, device)
         returns = [e.score for e in episodes]
+        bv = None
+        if self.boundary_value is not None:  # (R,) the hook's V at each row's first state; NaN on first rows
+            bv = torch.tensor([self._boundary[e][k - 1] if k > 0 else float("nan") for _, e, k, _ in meta.tolist()])
         if self.sub_advantage is not None:
             outcome = torch.tensor(returns, dtype=batch["mask"].dtype, device=device)
             batch.update(  # rewards, group ids (and a mode's own advantages and returns, a row_weight)
@@ -475,6 +493,7 @@ class AgentCollector:
                     group_size=self.group_size,
                     lam=self.lam,
                     row_weight=self.row_weight,
+                    boundary_values=None if bv is None else bv.to(device),
                 )
             )
         if not policy.has_critic:
@@ -492,5 +511,6 @@ class AgentCollector:
             "env_steps": env_steps,
             "metrics": metrics,
             "meta": meta,  # (R, 4) (task, episode, k, K) per row, as assign_rewards takes
+            **({"boundary_values": bv} if bv is not None else {}),
         }
         return batch, info

@@ -186,6 +186,9 @@ class SubTrajectories:
     """tasks in the batch (the test of slime's batch-wide fallback)"""
     group_size: int | None = None
     """G, episodes per task"""
+    boundary_values: torch.Tensor | None = None
+    """(R,) V of each row's first state from the simulator's oracle (NaN on an episode's first row), or None:
+    the collector's ``boundary_value`` hook (rltutor.rollout.oracle.MCBoundaryValue)"""
 
     @property
     def task(self) -> torch.Tensor:
@@ -248,6 +251,8 @@ class SubAdvantage:
     """what it does, in one line (its function's docstring)"""
     row_weight: bool = False
     """its loss counts each episode once: the run must set ``Config.row_weight`` (:func:`episode_row_weight`)"""
+    oracle: bool = False
+    """it reads the oracle's boundary values (``boundary_values``; the collector's ``boundary_value`` hook)"""
 
     @property
     def requires(self) -> dict:
@@ -277,6 +282,7 @@ def register_sub_advantage(
     auto: bool = False,
     framework: str | None = None,
     row_weight: bool = False,
+    oracle: bool = False,
 ):
     """Register ``fn(rows: SubTrajectories)`` as the sub-advantage mode ``name`` (see :class:`SubAdvantage` for
     the arguments). ``fn``'s docstring, first paragraph, says what it does: it becomes ``SUB_ADVANTAGES[name]``.
@@ -294,7 +300,19 @@ def register_sub_advantage(
         if not what:
             raise ValueError(f"sub-advantage mode {name!r}: its function needs a docstring saying what it does")
         SUB_ADVANTAGE_MODES[name] = SubAdvantage(
-            name, fn, estimator, gamma, any_estimator, needs_critic, baseline, algo, auto, framework, what, row_weight
+            name,
+            fn,
+            estimator,
+            gamma,
+            any_estimator,
+            needs_critic,
+            baseline,
+            algo,
+            auto,
+            framework,
+            what,
+            row_weight,
+            oracle,
         )
         SUB_ADVANTAGES[name] = what
         return fn
@@ -368,8 +386,37 @@ def _ppo_bootstrap(b: SubTrajectories):
     R, T = b.mask.shape
     nxt = (torch.arange(R, device=b.mask.device) + 1).clamp(max=R - 1)  # the next row: the episode's next piece
     v_next = b.values[nxt, _first_valid(b.mask)[nxt].clamp(max=T - 1)]  # V(compacted state)
+    return _bootstrapped(b, v_next)
+
+
+def _bootstrapped(b: SubTrajectories, v_next: torch.Tensor):
+    """ppo_bootstrap's rewards and groups given ``v_next`` (R,), V of the state after each row."""
     r_last = torch.where(b.final, b.r_out, 0.0) + torch.where(b.final, 0.0, b.gamma * v_next)  # r += gamma V(s')
     return b.on_last(r_last), b.task.clone()
+
+
+@register_sub_advantage(
+    "ppo_oracle_bootstrap", estimator="gae", algo="ppo", needs_critic=True, baseline="critic", oracle=True
+)
+def _ppo_oracle_bootstrap(b: SubTrajectories):
+    """ppo_bootstrap with V at each compaction boundary from Monte-Carlo rollouts in the simulator, not the
+    critic: the ceiling of what any critic could give the bootstrap (the critic still serves GAE inside a row)
+
+    The oracle arm of chapter 11, no framework's choice: a critic that knew the policy's true V at the states
+    a bootstrap reads. The values come from the collector's ``boundary_value`` hook
+    (:class:`rltutor.rollout.oracle.MCBoundaryValue`: ``n`` rollouts from copies of the episode's state)."""
+    if b.boundary_values is None:
+        raise ValueError(
+            "sub_advantage='ppo_oracle_bootstrap' reads the oracle's boundary values: give the collector "
+            "boundary_value=rltutor.rollout.oracle.MCBoundaryValue(...) (rltutor.build.agent_collector does)"
+        )
+    R = len(b.mask)
+    nxt = (torch.arange(R, device=b.mask.device) + 1).clamp(max=R - 1)  # the next row: the episode's next piece
+    v_next = b.boundary_values.to(b.mask.dtype)[nxt]  # (R,) V_oracle(first state of the next row)
+    if torch.isnan(v_next[~b.final]).any():
+        raise ValueError("an oracle boundary value is missing (NaN) at a compaction boundary")
+    v_next = torch.where(b.final, 0.0, v_next)  # an episode's last row bootstraps nothing
+    return _bootstrapped(b, v_next)
 
 
 @register_sub_advantage("ppo_per_segment", estimator="gae", algo="ppo", baseline="critic", framework="verl")
@@ -535,6 +582,7 @@ def sub_advantage_batch(
     group_size: int | None = None,
     lam: float = 1.0,
     row_weight: bool = False,
+    boundary_values: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """The batch keys ``mode`` gives the trainer for R sub-trajectory rows (arguments: :class:`SubTrajectories`).
 
@@ -544,9 +592,11 @@ def sub_advantage_batch(
     on each episode's last row (the critic's target when there are no returns, and the logged metrics) and its
     groups the tasks. Every reward sits on a row's last generated token. With ``row_weight`` (a mode registered
     with ``row_weight=True`` needs it) also ``"row_weight"`` (R,), :func:`episode_row_weight`.
+    ``boundary_values`` (R,): the oracle's V at each row's first state, which a mode registered with
+    ``oracle=True`` (``ppo_oracle_bootstrap``) reads.
     """
     check_choice("sub_advantage", mode, SUB_ADVANTAGE_MODES)
-    rows = SubTrajectories(meta, outcome, mask, values, gamma, lam, num_tasks, group_size)
+    rows = SubTrajectories(meta, outcome, mask, values, gamma, lam, num_tasks, group_size, boundary_values)
     if (_last_valid(mask) < 0).any():
         raise ValueError("every row needs at least one generated token (mask 1)")
     m = SUB_ADVANTAGE_MODES[mode]

@@ -1,0 +1,1 @@
+python -m rltutor.experiments.credit --timing-pilot --out rltutor/data/agents/credit_pilot2.csv
