@@ -192,13 +192,15 @@ def _build_agent(config: Config, env: ToolShell):
     return net, agent_collector(config, env)
 
 
-def agent_collector(config: Config, env: ToolShell | None = None, boundary_value=None) -> AgentCollector:
+def agent_collector(config: Config, env: ToolShell | None = None, boundary_value=None, chooser=None) -> AgentCollector:
     """The :class:`~rltutor.rollout.agent.AgentCollector` of an agent ``config``, with every setting the command
     line gives it (tasks x G, the context, the sub-advantage mode, gamma, lambda, the turn cost, ``row_weight``):
     what :func:`build` wires, for a lab that makes its own policy. ``env``: the environment whose task settings
     the episodes copy (default the config's own). ``boundary_value``: the collector's hook for a mode that
     reads the oracle (``ppo_oracle_bootstrap``); by default such a mode gets
-    :class:`~rltutor.rollout.oracle.MCBoundaryValue` with 16 rollouts per boundary, seeded with the run's seed."""
+    :class:`~rltutor.rollout.oracle.MCBoundaryValue` with 16 rollouts per boundary, seeded with the run's seed.
+    ``chooser``: who writes each command (default the config's own, :func:`agent_chooser`; chapter 13 passes a
+    Hugging Face model's)."""
     if env is None:
         env = make_env(config.env, seed=config.seed, **config.env_options)
     sub = resolve_sub_advantage(config.sub_advantage, config.critic)  # "auto": the registered default
@@ -208,7 +210,7 @@ def agent_collector(config: Config, env: ToolShell | None = None, boundary_value
         boundary_value = MCBoundaryValue(16, config.gamma, config.turn_cost, seed=config.seed)
     return AgentCollector(
         agent_env_factory(config, env),
-        agent_chooser(config),
+        agent_chooser(config) if chooser is None else chooser,
         num_tasks=config.num_groups,
         group_size=config.group_size,
         spec=config.context_spec(),
@@ -273,18 +275,7 @@ def _hf_agent_collector(config: Config, env: ToolShell, policy) -> AgentCollecto
             f"context_budget={config.context_budget} is more than the model's {limit} positions; "
             f"--set context_budget={limit} (or less)"
         )
-    return AgentCollector(
-        agent_env_factory(config, env),
-        HFChooser(policy.tokenizer, config.max_cmd_tokens),
-        num_tasks=config.num_groups,
-        group_size=config.group_size,
-        spec=config.context_spec(),
-        sub_advantage=resolve_sub_advantage(config.sub_advantage, config.critic),
-        gamma=config.gamma,
-        turn_cost=config.turn_cost,
-        lam=config.lam,
-        row_weight=config.row_weight,
-    )
+    return agent_collector(config, env, chooser=HFChooser(policy.tokenizer, config.max_cmd_tokens))
 
 
 # ----------------------------------------------------------------------------------------------
