@@ -28,6 +28,15 @@ After issue 19 (the rules' second reading, as ToolShell executes a call; baselin
 pass (case-sensitive names, settled calls; baseline: ``rules.py`` of commit 5dca61e; load 1.3-1.4): plain
 117,260 -> 124,905, obfuscated 26,299 -> 26,420 (settled calls are counted with those sent to the judge).
 
+Issue 20, after ``rules.py`` was split (2026-12-02; callgrind ``--instr-atstart=no``, instrumentation on
+around one pass of ``RuleFilter.check`` after a warm-up pass; AMD EPYC, python 3.11.7): a rule-decided
+obfuscated check takes 159,300 instructions (77af057: 158,700). Where they go, each part measured alone on
+the calls that reach it, per check of the set: the ``python -c`` analysis 39,700 (CPython's ``compile`` to
+an AST alone 19,700: 9% of the calls, 25% of the work), ``suspicion`` 20,900, the second reading (ToolShell's
+own lexer and word expansion, 13% of the calls) 17,700, the tokenizer 17,100, the base64 scan of step 6
+9,600; the first reading's interpreter and rules the rest. Interleaved with 77af057 (``--baseline``, load
+5.6 and 4-6): 1.06x and 0.92x, the same speed; obfuscated 16,822 and 15,392/s under that load.
+
 See ``benchmarks/README.md`` (section guard_speed) for the details.
 """
 
