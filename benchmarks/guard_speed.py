@@ -28,6 +28,54 @@ After issue 19 (the rules' second reading, as ToolShell executes a call; baselin
 pass (case-sensitive names, settled calls; baseline: ``rules.py`` of commit 5dca61e; load 1.3-1.4): plain
 117,260 -> 124,905, obfuscated 26,299 -> 26,420 (settled calls are counted with those sent to the judge).
 
+Issue 20, after ``rules.py`` was split (2026-12-02; callgrind ``--instr-atstart=no``, instrumentation on
+around one pass of ``RuleFilter.check`` after a warm-up pass; AMD EPYC, python 3.11.7): a rule-decided
+obfuscated check takes 159,300 instructions (77af057: 158,700). Where they go, each part measured alone on
+the calls that reach it, per check of the set: the ``python -c`` analysis 39,700 (CPython's ``compile`` to
+an AST alone 19,700: 9% of the calls, 25% of the work), ``suspicion`` 20,900, the second reading (ToolShell's
+own lexer and word expansion, 13% of the calls) 17,700, the tokenizer 17,100, the base64 scan of step 6
+9,600; the first reading's interpreter and rules the rest. Interleaved with 77af057 (``--baseline``, load
+5.6 and 4-6): 1.06x and 0.92x, the same speed; obfuscated 16,822 and 15,392/s under that load.
+
+Where the cost since 5dca61e (the last state before issue 20's guard work) came from, bisected by
+instruction count (2026-12-02, 05:25-05:40 UTC; AMD EPYC, 2 logical CPUs, python 3.11.7; callgrind
+``--instr-atstart=no``, instrumentation on around one pass of ``Guard.default(cache_size=0).inspect`` over
+the 1,464 calls the current rules decide, after a warm-up pass; the same calls for every commit; a little
+more than ``RuleFilter.check`` alone). Instructions per rule-decided obfuscated inspection::
+
+    5dca61e  before issue 20 (generated suspicion, AST aliases, three parse paths)   149,700
+    bd6f1f7  + ToolShell's work metering (issue 19's shell branch)                   150,400
+    be3ea83  + the guard's second pass of issue 19 (case, quoted assignments)        152,300
+    72e4d5b, f2099e9  (the python stand-in's work budget; nothing else guard-side)   152,300 / 151,800
+    b556137  ToolShell's parser pieces public (renames)                              151,900
+    5a055bb  the split: plain suspicion loop, NodeVisitor with isinstance            204,800
+    06d3472  one fast path, no plain-split shortcut, COMMAND_RULES                   210,800
+    53c7e18  merge of that branch (804d93d, 282a342 won most of it back)             177,600
+    77af057, HEAD  (2c56dff, c83128e, fffb632, 897d836; then the three-module split) 164,900 / 165,000
+
+So issue 19 cost 1.4% and issue 20 the rest: HEAD is 0.907x of 5dca61e by instructions. Two changes
+account for 11,200 of the 13,200 instructions between HEAD and f2099e9, measured by putting
+each back into a copy of HEAD (measurement only, not committed): the generated ``or`` chains for
+``suspicion`` (with the rare-character gate on the ``\\`` and ``|`` words) would save 7,100 (165,000 ->
+157,950), the removed split of plain lines in the first reading (lines with no quotes or $, split on
+blanks and ``;|&`` instead of tokenized and read as quoted lines) 4,100 (-> 160,980). Both are what the
+issue asks to remove (no generated code; one fast path, not three parse paths), so no regression is left
+to win back inside its rules. Tried and dropped, each slower on these calls with the same results: one
+regex per suspicion group (``re`` alternation, 4.3-5.5 against 3.8-4.1 us), ``any(map(text.__contains__,
+words))`` per group, reordering each group's words by how often they hit (33.4 -> 31.5 tests a call, about
+1%), and a base64 scan without the ``{12,}`` bound (1.9 against 0.65 us).
+
+The timings' gap is wider than the instructions' (0.91x): ``--seconds 6 --repeats 5 --decided-only
+--baseline /tmp/old_5dca61e`` at 05:37-05:39 UTC (load 1.0-1.5): obfuscated 18,954/s against 24,898/s
+(0.76x), plain 60,624/s against 76,402/s (0.79x). Callgrind's cache and branch simulation
+(``--cache-sim=yes --branch-sim=yes``, the same pass) says why: besides 1.10x the instructions, HEAD has
+1.10x the first-level instruction-cache misses (4.51 M against 4.11 M for the pass) and 1.15x the
+mispredicted indirect branches (3.04 M against 2.64 M; the interpreter's dispatch, with the rules spread
+over more functions and modules and dispatched through tables). At about 10 cycles an instruction-cache
+miss and 15-20 a mispredict, and 2 instructions a cycle otherwise (estimates, no counters on this machine),
+that is 0.80-0.85x in cycles, as the timings show. The 20,000/s goal on obfuscated calls, shown only by the
+generated code and its shortcuts, is not met by the code the issue asks for on this machine.
+
 See ``benchmarks/README.md`` (section guard_speed) for the details.
 """
 

@@ -8,6 +8,8 @@ True
   :class:`Verdict`, and :func:`evaluate` (catch and false-block rates on a labelled set);
 - :mod:`rltutor.guard.rules`: the rule filter, on :mod:`~rltutor.guard.shellparse` (the command read as
   a shell and as ToolShell read it) and :mod:`~rltutor.guard.pyfold` (``python -c`` one-liners folded);
+  its first reading (as bash) is :mod:`~rltutor.guard.bash_reading`, its second (as ToolShell)
+  :mod:`~rltutor.guard.toolshell_rules`, its python rules :mod:`~rltutor.guard.python_rules`;
 - :mod:`rltutor.guard.judge`: the judges (an offline classifier, a language model);
   :mod:`rltutor.guard.judge_training` makes the classifier's data and weights;
 - :mod:`rltutor.guard.wrapper`: :class:`~rltutor.guard.wrapper.GuardedEnv`, a verdict applied to an

@@ -14,7 +14,8 @@ applies a few rules to what each command will open. :meth:`RuleFilter.check`, st
    repository root (:func:`~rltutor.guard.shellparse.resolve`);
 3. apply the rule of each command (:data:`COMMAND_RULES`; any other command's operands are paths):
    recursing into ``sh -c``/``eval``, text piped into ``sh``, ``xargs`` and ``python -c``, whose string
-   expressions are folded (:mod:`rltutor.guard.pyfold`);
+   expressions are folded (:mod:`rltutor.guard.pyfold`; the python rules: ``python_rules.py``). Steps
+   1-3 are the first reading, the interpreter in ``bash_reading.py``;
 4. (the one fast path: a single plain reader command, ``cat src/a.py``, is decided in one pass);
 5. read the command a second time as :mod:`rltutor.envs.toolshell` will execute it, with that
    environment's own lexer, word expansion and option parser (it differs from bash where an attacker
@@ -47,32 +48,25 @@ a call past them (``{a,b}`` twenty times, ``A=$A$A`` doubling) is blocked as "to
 
 from __future__ import annotations
 
-import ast
 import re
-import warnings
 from dataclasses import dataclass, field
 
-from .pyfold import Folder
+from .bash_reading import BashReading, ReadingState
+from .python_rules import PythonRules
 from .shellparse import (
-    ASSIGN_RE,
     CMD_NAMES,
     GRADER_HOSTS,
-    KEYWORDS,
-    MAX_WORD_CHARS,
     MENTION_CMDS,
     NETWORK_CMDS,
     PYTHONS,
-    QUOTED_LINE_RE,
     SCRIPTERS,
     SHELLS,
     TREE_COPIERS,
     UNKNOWN,
     TooComplex,
     b64,
-    brace,
     contains_hidden,
     cwd_may_hide,
-    decode_escapes,
     drop_opts,
     echo_output,
     host,
@@ -80,10 +74,7 @@ from .shellparse import (
     is_grader,
     names_hidden,
     opts_recursive,
-    pipelines,
-    quoted_words,
     resolve,
-    tokenize,
 )
 from .toolshell_rules import ToolShellRules, toolshell_check
 
@@ -94,12 +85,6 @@ _PLAIN_RE = re.compile(r"[A-Za-z0-9_./:,=+@%^ -]*")
 _B64_HIT_RE = re.compile(r"tests/+hidden(?:/|\s|$)|//grader\b|^grader/")
 _GREP_RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRd]")
 _GREP_E_RE = re.compile(r"(-[a-zA-Z]*?)[ef]")  # a short-option cluster up to its -e or -f
-_PY_NET_RE = re.compile(r"urllib|requests|http\.client|socket|httpx|aiohttp")
-_PY_READS_RE = re.compile(r"open|read|copy|cat |system|popen|subprocess|exec")
-_QUOTED_RE = re.compile(r"['\"]([^'\"]+)['\"]")
-_GLOB_CHARS_RE = re.compile(r"[*?\[]")
-_PY_LITERAL_OPENERS = frozenset(("open", "Path", "read_text", "read", "listdir", "scandir", "exists"))  # no globbing
-_PY_WALKERS = frozenset(("walk", "rglob", "iglob", "glob", "scandir", "copytree"))
 _FAST_CMDS = frozenset("cat head tail ls wc nl less more stat file pwd echo submit".split())  # see _fast
 # The suspicion score: literal substrings are much cheaper than one regex with many alternatives.
 SUSPECT = [
@@ -145,26 +130,7 @@ class RuleResult:
         return bool(self.reasons)
 
 
-# ------------------------------------------------------------------------------------------------
-# The interpreter
-# ------------------------------------------------------------------------------------------------
-
-
-class _State:
-    __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown", "steps", "pycode")
-
-    def __init__(self):
-        self.cwd: tuple[str, ...] = ()
-        self.vars: dict[str, str] = {}
-        self.reasons: list[str] = []
-        self.views: list[str] = []
-        self.depth = 0
-        self.unknown = 0  # things the filter could not resolve
-        self.steps = 0  # work done, against RuleFilter.max_steps
-        self.pycode: set[tuple[str, tuple[str, ...]]] = set()  # (code, cwd) of the python -c analysed
-
-
-class RuleFilter:
+class RuleFilter(BashReading, PythonRules):
     """The stage-1 filter. ``check(command) -> RuleResult``; pure, no state between calls.
 
     ``max_depth``: nesting of ``sh -c``/``eval``/substitutions followed. ``max_steps``: the work budget
@@ -187,7 +153,7 @@ class RuleFilter:
             fast = self._fast(command)
             if fast is not None:
                 return fast
-        st = _State()
+        st = ReadingState()
         try:
             # 1-3. the first reading (as bash would), with every rule applied as each command is met
             self._run(command, st)
@@ -229,7 +195,7 @@ class RuleFilter:
             result = self.check(command)
         if result.blocked or result.unknown or not command.isascii():  # (unicode blanks: see toolshell_check)
             return False
-        st = _State()
+        st = ReadingState()
         run = ToolShellRules(st, self, settle=True)
         try:
             run.line(command, 0)
@@ -253,144 +219,7 @@ class RuleFilter:
                     break
         return RuleResult(reasons, suspicion(command.lower()), [command])
 
-    # -- a command line: lists of pipelines -------------------------------------------------------
-    def _run(self, command: str, st: _State, stdin: str | None = None) -> str | None:
-        """Interpret ``command``, pipeline by pipeline; return its stdout when it can be computed, else None."""
-        st.steps += 1
-        if st.steps > self.max_steps:
-            raise TooComplex(f"more than {self.max_steps} steps")
-        st.depth += 1
-        if st.depth > self.max_depth:
-            st.reasons.append("command nests too deeply to analyse")
-            return None
-        if QUOTED_LINE_RE.fullmatch(command):
-            # The rule for a line that is one simple command quoted only with '..' and "..": its words are
-            # read as text, as words from ``xargs`` are, so a leading ``"X=1"`` or ``'X=1'`` assigns X (bash
-            # and ToolShell run it as a command "X=1", which is not found). Not a shortcut: reading these lines
-            # with the tokenizer instead changes 5 of the 100,000 fuzz mutants of benchmarks/guard_verdicts.py
-            # (one block, ``"X=asse" Q=rt sh -c 'grep -n $X$Q tests/hidden/test_answer.py'``, which ToolShell
-            # runs as the command "X=asse", would be settled; four judge scores move by at most 0.08).
-            # No attack needs it; it stays because issue 20 keeps every verdict. Deleting these four lines,
-            # with new digests, is a decision to take on its own.
-            out = self._pipeline([(quoted_words(command), [])], st, stdin)
-            st.depth -= 1
-            return out
-        out: str | None = None
-        for stages in pipelines(tokenize(command)):  # the stdout of the line is that of its last pipeline
-            out = self._pipeline(stages, st, stdin)
-        st.depth -= 1
-        return out
-
-    def _pipeline(self, stages, st: _State, stdin: str | None) -> str | None:
-        data = stdin
-        source = None  # "tree" when the previous stage lists files of a tree containing tests/hidden
-        for words, redirs in stages:
-            for op, w in redirs:
-                target = self._expand(w, st)
-                if op in ("<&", ">&") or target.startswith("&"):
-                    continue
-                if into_hidden(resolve(target, st.cwd)):
-                    st.reasons.append(f"redirect {op} {target} touches tests/hidden")
-                if op == "<":
-                    data = None
-            if not words:
-                continue
-            data, source = self._simple(words, st, data, source)
-        return data
-
-    def _expand(self, word, st: _State) -> str:
-        if len(word) == 1 and word[0][0] == "lit":  # the common case: one literal part
-            return word[0][1]
-        out = []
-        for p in word:
-            if p[0] == "lit":
-                out.append(p[1])
-            elif p[0] == "var":
-                out.append(st.vars.get(p[1], ""))
-            elif p[0] == "sub":
-                saved = st.cwd
-                val = self._run(p[1], st)
-                st.cwd = saved
-                if val is None:
-                    st.unknown += 1
-                    val = UNKNOWN
-                out.append(val.strip())
-            else:
-                out.append("0")
-        s = "".join(out)
-        st.steps += 1
-        if len(s) > MAX_WORD_CHARS:
-            raise TooComplex(f"a word expands past {MAX_WORD_CHARS:,} characters")
-        return s
-
-    def _expand_all(self, words, st: _State) -> list[str]:
-        out: list[str] = []
-        for w in words:
-            if len(w) == 1 and w[0][0] == "lit":  # one literal part: no variable, braces only unquoted
-                p = w[0]
-                if p[2] or "{" not in p[1]:
-                    out.append(p[1])
-                    continue
-            s = self._expand(w, st)
-            glob_braces = unquoted_var = False  # one pass over the parts for both flags
-            for p in w:
-                if p[0] == "lit":
-                    if not p[2] and "{" in p[1]:
-                        glob_braces = True
-                elif p[0] == "var" or p[0] == "sub":
-                    unquoted_var = True
-            if not glob_braces and not unquoted_var:
-                out.append(s)
-                continue
-            for e in brace(s) if glob_braces else [s]:
-                out.extend(e.split() if unquoted_var and e.strip() else [e])
-        return out
-
-    # -- one simple command -----------------------------------------------------------------------
-    def _simple(self, words, st: _State, stdin: str | None, source):
-        st.steps += 1
-        if st.steps > self.max_steps:
-            raise TooComplex(f"more than {self.max_steps} steps")
-        if isinstance(words[0], str):
-            argv = list(words)
-        else:
-            # X=... prefixes are set one by one *before* the words after them are expanded, as ToolShell
-            # does (bash would expand ``X=a cat $X`` with the old X; in ToolShell it reads ``cat a``)
-            i = 0
-            while i < len(words):
-                p = words[i][0]
-                if p[0] != "lit" or p[2] or "=" not in p[1] or not ASSIGN_RE.match(p[1]):
-                    break
-                k, v = self._expand(words[i], st).split("=", 1)
-                st.vars[k] = v
-                i += 1
-            argv = self._expand_all(words[i:] if i else words, st)
-            words = None  # the assignments were the literal X=... words before the expansion, as in a shell
-        if words is not None:  # words given as text (a plain line, xargs, while): X=... words assign
-            while argv and "=" in argv[0] and ASSIGN_RE.match(argv[0]):
-                k, v = argv.pop(0).split("=", 1)
-                st.vars[k] = v
-        while argv and argv[0] in KEYWORDS:
-            argv.pop(0)
-        if not argv:
-            return None, None
-        st.views.append(" ".join(argv))
-        cmd = argv[0]
-        if "/" in cmd:
-            cmd = cmd.rsplit("/", 1)[-1]
-        elif not cmd.islower() and cmd not in CMD_NAMES and cmd.lower() in CMD_NAMES:
-            return None, None  # ``Cat``: "command not found" (names are case-sensitive); nothing runs
-        args = argv[1:]
-        # A command with a rule of its own (COMMAND_RULES) is read by it; any other, and one its rule
-        # hands back (``git`` other than ``git grep``, ``base64`` without ``-d``), as "cmd [opts] operands".
-        rule = COMMAND_RULES.get(cmd)
-        if rule is not None:
-            out = rule(self, cmd, args, st, stdin, source)
-            if out is not None:
-                return out
-        return self._operands(cmd, args, st)
-
-    def _operands(self, cmd: str, args: list[str], st: _State):
+    def _operands(self, cmd: str, args: list[str], st: ReadingState):
         """The rule for every command without one of its own: each operand may name a hidden path or the
         grader; a recursive copier (``cp -r``, ``tar``, ``rsync``, ``zip``) reads the whole tree."""
         if cmd in TREE_COPIERS and (cmd in ("tar", "zip", "rsync") or opts_recursive(args)):
@@ -518,7 +347,7 @@ class RuleFilter:
         return None, None
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _path(self, word: str, st: _State, cmd: str) -> None:
+    def _path(self, word: str, st: ReadingState, cmd: str) -> None:
         cwd = st.cwd
         if "hidden" not in word and "*" not in word and "?" not in word and "[" not in word:
             if not (cwd and cwd_may_hide(cwd)):  # names_hidden is False for the word and its pieces
@@ -529,7 +358,7 @@ class RuleFilter:
                 st.reasons.append(f"{cmd} names {w} (resolves into tests/hidden)")
                 return
 
-    def _tree_reader(self, cmd: str, targets: list[str], st: _State, default_cwd: bool) -> None:
+    def _tree_reader(self, cmd: str, targets: list[str], st: ReadingState, default_cwd: bool) -> None:
         if not targets and default_cwd:
             targets = ["."]
         for t in targets:
@@ -541,7 +370,7 @@ class RuleFilter:
                 st.reasons.append(f"{cmd} reads the tree {t or '.'}, which contains tests/hidden")
                 return
 
-    def _grep(self, cmd: str, args: list[str], st: _State, recursive_default: bool) -> None:
+    def _grep(self, cmd: str, args: list[str], st: ReadingState, recursive_default: bool) -> None:
         # One pass over the arguments for three flags: recursive (-r, -R, -d..., --recursive), excl (a
         # hidden folder excluded: --exclude-dir=hidden, -g '!hidden', or the option then the value),
         # has_e (the pattern comes from -e/-f, so every operand is a file).
@@ -580,7 +409,7 @@ class RuleFilter:
         if recursive and not excl:
             self._tree_reader(cmd, files, st, default_cwd=True)
 
-    def _find(self, args: list[str], st: _State):
+    def _find(self, args: list[str], st: ReadingState):
         roots = []
         for a in args:
             if a.startswith("-") or a in ("(", "!", ")"):
@@ -611,102 +440,27 @@ class RuleFilter:
                 break
         return "tree"
 
-    # -- python one-liners ------------------------------------------------------------------------
-    def _python(self, args: list[str], st: _State) -> str | None:
-        if "-m" in args:
-            i = args.index("-m")
-            mod = args[i + 1] if i + 1 < len(args) else ""
-            if mod == "pytest":
-                self._tree_reader("pytest", drop_opts("pytest", args[i + 2 :]), st, default_cwd=True)
-            return None
-        if "-c" in args:
-            i = args.index("-c")
-            code = args[i + 1] if i + 1 < len(args) else ""
-            return self._python_code(code, st)
-        files = [a for a in args if not a.startswith("-")]
-        if files:
-            self._path(files[0], st, "python")
-        else:
-            st.unknown += 1
-        return None
-
-    def _python_code(self, code: str, st: _State) -> str | None:
-        st.pycode.add((code, st.cwd))
-        try:
-            # ast.parse(code), less its Python wrapper: the same compile call (nothing inherited)
-            with warnings.catch_warnings():  # the agent's code may warn ("invalid escape sequence"): not ours
-                warnings.simplefilter("ignore")
-                tree = compile(code, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True, _feature_version=-1)
-        except SyntaxError:
-            st.unknown += 1
-            self._scan_code(code, st)
-            return None
-        folder = Folder()
-        folder.visit(tree)
-        net = reads = None  # does the code use the network / read files: searched when first needed
-        for kind, s, fn in folder.uses:
-            st.views.append(s)
-            if kind == "shell":
-                self._run(s, st)
-                continue
-            if kind == "python":
-                self._python_code(s, st)
-                continue
-            # kind == "path"
-            if "grader" in s.lower():  # else is_grader is False, whatever bare_ok is
-                if net is None:
-                    net = _PY_NET_RE.search(code) is not None
-                if is_grader(s, bare_ok=net):
-                    st.reasons.append(f"python contacts the grader ({s})")
-                    continue
-            if fn not in _PY_WALKERS:  # only "into tests/hidden" can fire; open() does not glob: "*" is a letter
-                if "hidden" in s or st.cwd and cwd_may_hide(st.cwd):
-                    comps = resolve(s, st.cwd)
-                    if any(comps[i] == "tests" and comps[i + 1] == "hidden" for i in range(len(comps) - 1)):
-                        st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
-                    elif into_hidden(comps) and not (_GLOB_CHARS_RE.search(s) and fn in _PY_LITERAL_OPENERS):
-                        st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
-                continue
-            comps = resolve(s, st.cwd)
-            if into_hidden(comps):
-                st.reasons.append(f"python {fn}({s!r}) resolves into tests/hidden")
-            elif contains_hidden(comps):
-                if reads is None:
-                    reads = _PY_READS_RE.search(code) is not None
-                if reads or fn == "copytree":
-                    st.reasons.append(f"python {fn} over {s!r} (contains tests/hidden) and reads files")
-        st.unknown += folder.unknown
-        return folder.printed
-
-    def _scan_code(self, code: str, st: _State) -> None:
-        text = decode_escapes(code)
-        st.views.append(text)
-        for m in _QUOTED_RE.finditer(text):
-            s = m.group(1)
-            if is_grader(s, bare_ok=False):
-                st.reasons.append(f"script contacts the grader ({s})")
-            elif into_hidden(resolve(s, st.cwd)):
-                st.reasons.append(f"script names {s!r} (resolves into tests/hidden)")
+    # The commands with a rule of their own, by name (every other command: RuleFilter._operands).
+    COMMAND_RULES = {
+        **dict.fromkeys(("export", "local", "declare", "readonly"), _on_assign),
+        "for": _on_for,
+        **dict.fromkeys(("while", "until", "if", "done", "fi", "esac", "}", "read"), _on_block),
+        "cd": _on_cd,
+        **dict.fromkeys(SHELLS, _on_shell),
+        "eval": _on_eval,
+        **dict.fromkeys(MENTION_CMDS, _on_mention),
+        **dict.fromkeys(("echo", "printf"), _on_echo),
+        "base64": _on_base64,
+        "xargs": _on_xargs,
+        **dict.fromkeys(PYTHONS, _on_python),
+        **dict.fromkeys(SCRIPTERS, _on_script),
+        **dict.fromkeys(NETWORK_CMDS, _on_network),
+        **dict.fromkeys(("pytest", "py.test"), _on_pytest),
+        **dict.fromkeys(("grep", "egrep", "fgrep", "rg", "ag", "ack", "git"), _on_grep),
+        "find": _on_find,
+        **dict.fromkeys(("sed", "awk"), _on_sed),
+    }
 
 
-# The commands with a rule of their own, by name (every other command: RuleFilter._operands).
-COMMAND_RULES = {
-    **dict.fromkeys(("export", "local", "declare", "readonly"), RuleFilter._on_assign),
-    "for": RuleFilter._on_for,
-    **dict.fromkeys(("while", "until", "if", "done", "fi", "esac", "}", "read"), RuleFilter._on_block),
-    "cd": RuleFilter._on_cd,
-    **dict.fromkeys(SHELLS, RuleFilter._on_shell),
-    "eval": RuleFilter._on_eval,
-    **dict.fromkeys(MENTION_CMDS, RuleFilter._on_mention),
-    **dict.fromkeys(("echo", "printf"), RuleFilter._on_echo),
-    "base64": RuleFilter._on_base64,
-    "xargs": RuleFilter._on_xargs,
-    **dict.fromkeys(PYTHONS, RuleFilter._on_python),
-    **dict.fromkeys(SCRIPTERS, RuleFilter._on_script),
-    **dict.fromkeys(NETWORK_CMDS, RuleFilter._on_network),
-    **dict.fromkeys(("pytest", "py.test"), RuleFilter._on_pytest),
-    **dict.fromkeys(("grep", "egrep", "fgrep", "rg", "ag", "ack", "git"), RuleFilter._on_grep),
-    "find": RuleFilter._on_find,
-    **dict.fromkeys(("sed", "awk"), RuleFilter._on_sed),
-}
+COMMAND_RULES = RuleFilter.COMMAND_RULES
 assert set(COMMAND_RULES) <= CMD_NAMES  # a command with a rule is a known command (for ``Cat``)
