@@ -2,8 +2,8 @@
 
 Every run is the one trainer (:class:`rltutor.train.Trainer`) or, for the off-policy arm, supervised steps on
 the teachers' samples; the teachers are TinyGPTs trained once by GRPO and stored as run folders
-(``rltutor/data/distill/teacher_TASK/``: ``checkpoint.pt`` without the optimizer's moments, so a teacher
-is not a run to resume, read back through the safe loader
+(``rltutor/data/distill/teacher_addition/`` and ``teacher_sequence/``: ``checkpoint.pt`` without the optimizer's
+moments, so a teacher is not a run to resume, read back through the safe loader
 :meth:`~rltutor.train.Trainer.read_checkpoint`, and ``config.json``). Without the stored folders
 :func:`teacher_dir` retrains them from their seed (same machine, same weights).
 
@@ -179,7 +179,7 @@ def teacher_config(task: str):
 
 
 def teacher_dir(task: str, root: str | os.PathLike | None = None) -> str:
-    """The run folder of ``task``'s teacher: read back if stored (``ROOT/teacher_TASK/checkpoint.pt``), else
+    """The run folder of ``task``'s teacher: read back if stored (``ROOT/teacher_<task>/checkpoint.pt``), else
     trained by GRPO from :data:`TEACHER`'s seed and stored there (run-or-load)."""
     folder = Path(root or DATA) / f"teacher_{task}"  # three levels under data/: package data (pyproject)
     if not (folder / "checkpoint.pt").exists():
@@ -281,7 +281,7 @@ def _env(multi: bool) -> tuple[str, dict]:
 
 
 def arm_config(arm: str, seed: int, root=None):
-    """The trainer config of an on-policy arm (``sft`` arms use the same warm start, :func:`student_config`)."""
+    """The trainer config of an on-policy arm (``sft`` arms use the same warm start, the settings :data:`STUDENT`)."""
     check_choice("arm", arm, (*SINGLE_ARMS, *MULTI_ARMS))
     multi = arm in MULTI_ARMS
     env, options = _env(multi)
