@@ -414,25 +414,25 @@ def discount_matrix(T: int, c: float, dtype=torch.float32) -> torch.Tensor:
 
 
 def reverse_discounted_sum(x: torch.Tensor, c: float, block: int = 32) -> torch.Tensor:
-    """y_t = sum_{k>=t} c^(k-t) x_k along the last dim of x (N, T), in O(N T block) work, with no loop.
+    """y_t = sum_{k>=t} c^(k-t) x_k along the last dim of x (N, T), in O(N T block) work.
 
-    Within blocks of ``block`` steps the sum is one small matrix product (:func:`discount_matrix`). What a
-    block's first step sees of the later blocks is the same sum one level up: Y_b = local_(b,0) + c^L Y_(b+1),
-    a discounted reverse sum over the blocks with factor c^L (a second, smaller matrix product). Then
-    y_t = local_t + c^(L - j) * Y_(next block), j = t's position in its block of length L.
+    Within blocks of ``block`` steps the sum is one small matrix product (:func:`discount_matrix`);
+    a loop over the T / block blocks, from the last, carries y at each block's first step back:
+    y_t = local_t + c^(L - j) * y_(start of next block), j = t's position in its block of length L.
     """
     N, T = x.shape
     L = min(block, T)
     pad = (-T) % L
-    xp = torch.nn.functional.pad(x, (0, pad)) if pad else x  # zeros after the end change no sum
+    xp = torch.nn.functional.pad(x, (0, pad))  # zeros after the end change no sum
     nb = (T + pad) // L
     local = xp.reshape(N, nb, L) @ discount_matrix(L, c, x.dtype)  # (N, nb, L) in-block sums
-    if nb == 1:
-        return local.reshape(N, L)[:, :T]
-    starts = local[:, :, 0] @ discount_matrix(nb, float(c) ** L, x.dtype)  # Y_b, (N, nb)
-    after = torch.cat([starts[:, 1:], starts.new_zeros(N, 1)], dim=1)  # Y of the next block, 0 after the end
     decay = torch.tensor(float(c), dtype=torch.float64) ** (L - torch.arange(L, dtype=torch.float64))
-    out = local + after[:, :, None] * decay.to(x.dtype)  # c^(L - j): from step j to the next block's first step
+    decay = decay.to(x.dtype)  # c^(L - j): from step j to the next block's first step
+    out = torch.empty_like(local)
+    carry = x.new_zeros(N, 1)
+    for b in reversed(range(nb)):
+        out[:, b] = local[:, b] + decay * carry
+        carry = out[:, b, :1]
     return out.reshape(N, nb * L)[:, :T]
 
 
