@@ -569,8 +569,9 @@ def pilot(arms, Ks=(1, 4, 16), seeds=(0, 1), updates: int = 4, out: str | None =
 
 
 def gradient_noise(g: torch.Tensor) -> dict[str, float]:
-    """Of M gradient estimates ``g`` (M, P): ``variance`` E|g - E g|^2 (unbiased) and its standard error, ``signal``
-    |mean g|^2, and ``snr`` = max(|mean g|^2 - variance / M, 0) / variance, the unbiased |E g|^2 over the noise
+    """Of M gradient estimates ``g`` (M, P): ``variance`` ``E|g - E g|^2`` (unbiased) and its standard error,
+    ``signal`` ``|mean g|^2``, and ``snr`` = ``max(|mean g|^2 - variance / M, 0) / variance``, the unbiased
+    ``|E g|^2`` over the noise
     (the same numbers as :func:`rltutor.experiments.variance.summarize`, which a lab may not import)."""
     M = g.shape[0]
     gf = g.double()
@@ -605,8 +606,8 @@ def arm_snr(
     (:func:`rltutor.rollout.compaction.sub_advantage_batch`, then its registered estimator at the run's gamma and
     lambda), and the gradient over the policy's (not the critic's) parameters of the surrogate
     ``aggregate(A log pi, mask, row_weight)`` (every episode counting once, as ``row_weight`` makes every arm of the
-    main test count it; no advantage whitening) is one estimate g. SNR = |E g|^2 / E|g - E g|^2
-    (:func:`gradient_noise`, |E g|^2 without bias). One row per (K, arm); an oracle arm at
+    main test count it; no advantage whitening) is one estimate g. SNR = ``|E g|^2 / E|g - E g|^2``
+    (:func:`gradient_noise`, ``|E g|^2`` without bias). One row per (K, arm); an oracle arm at
     a K outside ``oracle_Ks`` is left out (its rollouts cost about a second per boundary at 8 rollouts).
     ``on_K(frame)``: called with the rows so far after each K (the command line stores them, so a stopped
     measurement keeps its finished K). ``sets``: Config overrides (a test's smaller task)."""
