@@ -707,9 +707,9 @@ def run_timing(df: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-PILOTS = (str(datafiles.path("agents/credit_pilot.csv")), str(datafiles.path("agents/credit_pilot2.runs")))
-"""The stored pilots (never counted): the first (fresh-critic ppo_bootstrap, 2 seeds: the sd) and the second's
-runs (CPU seconds per run)."""
+PILOTS = ("agents/credit_pilot.csv", "agents/credit_pilot2.runs")
+"""The stored pilots (never counted), as :func:`rltutor.datafiles.path` names them: the first (fresh-critic
+ppo_bootstrap, 2 seeds: the sd) and the second's runs (CPU seconds per run)."""
 MAIN_OUT = str(datafiles.path("agents") / "credit_main.csv")
 """Where ``--main-test`` keeps the main test by default (its runs in ``credit_main.runs/`` beside it)."""
 BUDGET_CPU_S = 6 * 3600
@@ -732,10 +732,10 @@ it to the budget on 2026-12-02, pinned here so the test cannot drift with later 
 the oracle arm at ``oracle_Ks`` for the first ``oracle_seeds`` seeds with ``oracle_n`` rollouts per boundary."""
 
 
-def pilot_sd(path: str = PILOTS[0], last: int = 5) -> float:
+def pilot_sd(path: str | None = None, last: int = 5) -> float:
     """sigma: the mean over (arm, K) of the sd over seeds of a run's end metric, from a stored pilot (as
-    :func:`seeds_needed` reads it)."""
-    df = pd.read_csv(path)
+    :func:`seeds_needed` reads it; default the first of :data:`PILOTS`)."""
+    df = pd.read_csv(datafiles.path(PILOTS[0]) if path is None else path)
     end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])["episode_return"].mean()
     return float(end.groupby(["arm", "K"]).std().mean())
 
@@ -807,8 +807,9 @@ def main_test_plan(timing: pd.DataFrame | None = None, budget_s: float = BUDGET_
     }
 
 
-def pilot_timing(folder: str = PILOTS[1]) -> pd.DataFrame:
-    """:func:`run_timing` of the second pilot's stored runs."""
+def pilot_timing(folder: str | None = None) -> pd.DataFrame:
+    """:func:`run_timing` of the second pilot's stored runs (default the second of :data:`PILOTS`)."""
+    folder = str(datafiles.path(PILOTS[1])) if folder is None else folder
     files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".csv"))
     return run_timing(pd.concat([pd.read_csv(f) for f in files], ignore_index=True))
 
