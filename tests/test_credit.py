@@ -93,8 +93,32 @@ def test_the_pre_stated_main_test_is_what_the_stored_pilots_give(tmp_path, capsy
     assert plan["seeds_needed"] > plan["n"] and plan["detectable_slope"] > plan["delta"]  # the budget, not power
     timing = credit.pilot_timing()
     batch = credit.main_test_batch(plan["n"], str(tmp_path), hours=1.0, workers=2, timing=timing, dry=True)
-    cost = sum(credit.run_cost(timing, a, K, u, w, warm=False) for a, K, _s, u, w, _f, _n in batch)
+    cost = sum(credit.run_cost(timing, a, K, u, w, warm=False) for a, K, _s, u, w, *_ in batch)
     fits = {(K, s) for a, K, s, *_ in batch if credit.SUB_ADVANTAGE_MODES[a].algo == "ppo"}
     cost += len(fits) * float(timing["warm_cpu_s"].max())  # one warm critic per (K, seed)
     assert batch and cost / 2 <= 3600 and not list(tmp_path.iterdir())
     assert "min of wall" in capsys.readouterr().out
+
+
+def test_the_weighting_test_pairs_each_seed_and_names_its_runs_apart():
+    """The per-row weighting runs are broadcast_grpo at K = 16 with row_weight off, one per main-test seed, stored
+    under their own names and read under their own label; the verdict reads on - off per seed."""
+    from rltutor.experiments import credit
+
+    jobs = credit.main_test_jobs(credit.MAIN_TEST["seeds"], "runs")
+    names = [credit._job_name(j) for j in jobs]
+    assert len(set(names)) == len(names)
+    weighting = [j for j in jobs if len(j) == 8]
+    assert [j[2] for j in weighting] == sorted({j[2] for j in jobs if j[0] == "broadcast_grpo" and j[1] == 16})
+    assert all(dict(j[7]) == {"row_weight": False} and j[:2] == ("broadcast_grpo", 16) for j in weighting)
+    with pytest.raises(ValueError, match="only the weighting test"):
+        credit._run(("slime_split", 16, 0, 1, 0, None, 16, (("row_weight", False),)))
+    rows = []
+    for seed in range(8):
+        for arm, level in (("broadcast_grpo", 0.7), (credit.PER_ROW, 0.6)):
+            for u in (1, 2):
+                rows.append({"arm": arm, "K": 16, "seed": seed, "update": u, "episode_return": level + 0.02 * seed})
+    table = credit.weighting_verdict(pd.DataFrame(rows), last=2)
+    assert len(table) == 1 and abs(table["estimate"].iloc[0] - 0.1) < 1e-9 and table["verdict"].iloc[0] == "confirmed"
+    on_only = pd.DataFrame([r for r in rows if r["arm"] == "broadcast_grpo"])
+    assert credit.weighting_verdict(on_only, last=2).empty  # no per-row runs yet: no verdict

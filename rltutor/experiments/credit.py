@@ -97,6 +97,19 @@ Pre-registration (dated; the test is fixed before its runs)
     about 1.6 CPU-hours), the ceiling of what a critic could give the bootstrap.
   - Verdicts by :func:`slope_verdicts` (unchanged), from the last 5 updates' mean return, each arm's training
     gain (first to last 5 updates) beside them; an arm that did not learn is reported and not interpreted.
+* 2026-12-02, the per-row weighting test (:data:`WEIGHTING_TEST`), stated after the main test's first batch had
+  started and before any run of this test (no main-test record had been read). Question: does counting every
+  episode once (``row_weight``, on in every arm of the main test) matter against the per-row loss in which an
+  episode of K rows weighs K times (the pitfall of rLLM's PR #512)? Arm: broadcast_grpo at K = 16, where rows
+  per episode are most uneven (4-24 in the pilot), with ``row_weight`` off, labelled ``broadcast_grpo_per_row``;
+  paired by seed with the main test's broadcast_grpo runs at K = 16 (row_weight on), the main test's 21 seeds,
+  30 updates, the same metric. Contrast J(on) - J(off), two-sided, its own family of one (a question about the
+  loss reducer, not about credit: the main test's Holm family stays as stated). delta = 0.05 return (one solve
+  in twenty, half the main test's 0.10 over the K range: below it a practitioner would not change a reducer).
+  Power (sigma = 0.107 from the first pilot, no credit for the pairing: sd of a difference sqrt(2) sigma):
+  :func:`weighting_test_plan`: 74 seeds for delta, over the budget; at the main test's n = 21 it detects 0.097
+    at 80%, so a true effect of delta will often read "undecided", and the page says so. Cost: 21 runs of about
+  75 CPU-s, run after the main test's runs and before the oracle's, by the same ``--main-test`` batches.
 """
 
 from __future__ import annotations
@@ -149,6 +162,10 @@ __all__ = [
     "main_test_plan",
     "pilot_timing",
     "main_test_batch",
+    "WEIGHTING_TEST",
+    "PER_ROW",
+    "weighting_test_plan",
+    "weighting_verdict",
     "pilot",
     "main",
 ]
@@ -463,14 +480,28 @@ def run_credit(
 
 
 def _run(job: tuple) -> pd.DataFrame:
-    arm, K, seed, updates, warm_batches, folder, oracle_n = job
+    """One job: ``(arm, K, seed, updates, warm_batches, folder, oracle_n[, sets])``; ``sets`` (pairs of Config
+    overrides) relabel the run's ``arm`` as :data:`PER_ROW` for the weighting test's override."""
+    arm, K, seed, updates, warm_batches, folder, oracle_n, *rest = job
+    sets = dict(rest[0]) if rest else {}
+    if sets and (sets != dict(WEIGHTING_TEST["sets"]) or arm != WEIGHTING_TEST["arm"]):
+        raise ValueError(f"only the weighting test's overrides have a label, got {arm!r} with {sets!r}")
     torch.set_num_threads(1)
-    return run_credit(arm, K, seed, updates, warm_batches, oracle_n, folder=folder)
+    df = run_credit(arm, K, seed, updates, warm_batches, oracle_n, folder=folder, **sets)
+    if sets:
+        df["arm"] = PER_ROW
+    return df
 
 
-def _name(arm: str, K: int, seed: int, updates: int, warm_batches: int, oracle_n: int = 16) -> str:
+def _name(arm: str, K: int, seed: int, updates: int, warm_batches: int, oracle_n: int = 16, sets=()) -> str:
     tail = (f"-w{warm_batches}" if warm_batches else "") + (f"-n{oracle_n}" if SUB_ADVANTAGE_MODES[arm].oracle else "")
+    tail += "".join(f"-{k}-{v}".lower() for k, v in sets)  # the weighting test's runs: -row_weight-false
     return f"{arm}-K{K}-s{seed}-u{updates}{tail}.csv"
+
+
+def _job_name(job: tuple) -> str:
+    """The stored file name of a job of :func:`_run`."""
+    return _name(*job[:5], job[6], *job[7:])
 
 
 def credit_curves(
@@ -496,7 +527,7 @@ def credit_curves(
 def _run_cells(cells: list[tuple], workers: int | None, run_dir: str | None) -> pd.DataFrame:
     """The runs of ``cells`` (``_run``'s jobs) through the run store (resumable) when ``run_dir`` is given."""
     store = RunStore(run_dir) if run_dir else None
-    names = [_name(a, K, s, u, w, n) for a, K, s, u, w, _f, n in cells] if run_dir else None
+    names = [_job_name(c) for c in cells] if run_dir else None
     return run_all(_run, cells, workers, store=store, names=names)
 
 
@@ -732,6 +763,13 @@ it to the budget on 2026-12-02, pinned here so the test cannot drift with later 
 the oracle arm at ``oracle_Ks`` for the first ``oracle_seeds`` seeds with ``oracle_n`` rollouts per boundary."""
 
 
+WEIGHTING_TEST = {"arm": "broadcast_grpo", "K": 16, "sets": (("row_weight", False),), "delta": 0.05}
+"""The per-row weighting test (the module docstring, 2026-12-02): ``arm`` at ``K`` with ``sets`` (Config overrides)
+against the main test's run of the same arm, K and seed (row_weight on), over the main test's seeds."""
+PER_ROW = "broadcast_grpo_per_row"
+"""The label of the weighting test's runs in the records (the mode is broadcast_grpo; only row_weight differs)."""
+
+
 def pilot_sd(path: str | None = None, last: int = 5) -> float:
     """sigma: the mean over (arm, K) of the sd over seeds of a run's end metric, from a stored pilot (as
     :func:`seeds_needed` reads it; default the first of :data:`PILOTS`)."""
@@ -774,7 +812,9 @@ def main_test_jobs(n: int, folder: str) -> list[tuple]:
         for s in seeds[: m["oracle_seeds"]]
         for K in m["oracle_Ks"]
     ]
-    return jobs + oracle  # the oracle's runs last: beside the budget
+    w = WEIGHTING_TEST
+    weighting = [(w["arm"], w["K"], s, m["updates"], m["warm_batches"], folder, 16, w["sets"]) for s in seeds]
+    return jobs + weighting + oracle  # the oracle's runs last: beside the budget
 
 
 def main_test_plan(timing: pd.DataFrame | None = None, budget_s: float = BUDGET_CPU_S) -> dict:
@@ -807,6 +847,36 @@ def main_test_plan(timing: pd.DataFrame | None = None, budget_s: float = BUDGET_
     }
 
 
+def weighting_test_plan(n: int | None = None) -> dict:
+    """The per-row weighting test's numbers (:data:`WEIGHTING_TEST`): sigma of the first pilot, the sd of a
+    difference taken as sqrt(2) sigma (no credit for the pairing), the seeds 80% power at delta would need
+    (level 0.05, its own family) and the effect the main test's n detects."""
+    from rltutor.experiments.stats import ALPHA, detectable_effect
+
+    n = MAIN_TEST["seeds"] if n is None else n
+    sd = math.sqrt(2.0) * pilot_sd()
+    delta = WEIGHTING_TEST["delta"]
+    return {
+        "sd_difference": sd,
+        "delta": delta,
+        "seeds_needed": seeds_for_power(sd, delta, paired=True, tests=1),
+        "n": n,
+        "detectable": detectable_effect(sd / math.sqrt(n), n - 1, ALPHA),
+    }
+
+
+def weighting_verdict(df: pd.DataFrame, metric: str = "episode_return", last: int = 5) -> pd.DataFrame:
+    """The per-row weighting test from stored runs: J(arm, row_weight on) - J(arm, row_weight off) at
+    :data:`WEIGHTING_TEST`'s K, paired by seed, a family of one (:func:`rltutor.experiments.stats.verdict_table`)."""
+    w = WEIGHTING_TEST
+    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
+    if (w["arm"], w["K"]) not in end.index.droplevel("seed") or (PER_ROW, w["K"]) not in end.index.droplevel("seed"):
+        return pd.DataFrame()
+    arms = [(1.0, end.loc[(w["arm"], w["K"])]), (-1.0, end.loc[(PER_ROW, w["K"])])]
+    name = f"{w['arm']} at K = {w['K']}: row_weight on - off"
+    return verdict_table([paired_row(name, metric, arms, w["delta"])])
+
+
 def pilot_timing(folder: str | None = None) -> pd.DataFrame:
     """:func:`run_timing` of the second pilot's stored runs (default the second of :data:`PILOTS`)."""
     folder = str(datafiles.path(PILOTS[1])) if folder is None else folder
@@ -823,7 +893,7 @@ def main_test_batch(
     if timing is None:
         timing = pilot_timing()
     store = RunStore(folder)
-    pending = [j for j in main_test_jobs(n, folder) if not store.has(_name(*j[:5], j[6]))]
+    pending = [j for j in main_test_jobs(n, folder) if not store.has(_job_name(j))]
     batch, cpu, fitted = [], 0.0, set()
     for j in pending:
         key = (j[1], j[2], j[4])  # the warm critic of (K, seed): fitted once, kept in the folder
@@ -891,6 +961,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.main_test:
         plan = main_test_plan()
         print(", ".join(f"{k} {v:.4g}" for k, v in plan.items()))
+        print("weighting test: " + ", ".join(f"{k} {v:.4g}" for k, v in weighting_test_plan().items()))
         folder = os.path.splitext(args.out)[0] + ".runs"
         n = MAIN_TEST["seeds"]  # the pre-stated n; the plan above recomputes it from the stored pilots
         if plan["n"] != n:
@@ -900,6 +971,7 @@ def main(argv: list[str] | None = None) -> int:
             df = _run_cells(main_test_jobs(n, folder), 1, folder)
             store_records(df, args.out, "rltutor.experiments.credit", argv)
             print(slope_verdicts(df).to_string(index=False))
+            print(weighting_verdict(df).to_string(index=False))
         return 0
     if args.snr:
         df = arm_snr(
