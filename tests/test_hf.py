@@ -18,7 +18,7 @@ from rltutor.cli import main  # noqa: E402
 from rltutor.config import resolve  # noqa: E402
 from rltutor.envs.text import AdditionText, CountdownText, make_text_task, parse_expression  # noqa: E402
 from rltutor.losses import policy_loss, value_loss  # noqa: E402
-from rltutor.models.hf import MERGED, HFPolicy, load_hf, memory_of, save_random_model  # noqa: E402
+from rltutor.models.hf import MERGED, HFPolicy, bias_lm_head, load_hf, memory_of, save_random_model  # noqa: E402
 from rltutor.rollout.text import TextCollector  # noqa: E402
 from rltutor.train import Trainer  # noqa: E402
 
@@ -109,13 +109,7 @@ def test_no_completion_is_retokenised(models):
     policy = _policy(models["llama"])
     tok = policy.tokenizer
     merged = tok.convert_tokens_to_ids(MERGED)
-    head = policy.model.lm_head
-    biased = torch.nn.Linear(head.in_features, head.out_features, bias=True)
-    with torch.no_grad():
-        biased.weight.copy_(head.weight)
-        biased.bias.zero_()
-        biased.bias[merged] = 4.0  # sampled often, never the only choice
-    policy.model.lm_head = biased
+    bias_lm_head(policy.model, merged)  # sampled often, never the only choice
     col = TextCollector(AdditionText(), tok, 2, 4)
     batch, _ = col.collect(policy, torch.Generator().manual_seed(0))
     m = batch["mask"].bool()

@@ -18,7 +18,7 @@ pytest.importorskip("transformers", reason="the hf extra (transformers, Python >
 from rltutor.cli import main  # noqa: E402
 from rltutor.config import resolve  # noqa: E402
 from rltutor.envs.toolshell import ToolShell, scripted_solver  # noqa: E402
-from rltutor.models.hf import MERGED, HFPolicy, load_hf, save_random_model  # noqa: E402
+from rltutor.models.hf import MERGED, HFPolicy, bias_lm_head, load_hf, save_random_model  # noqa: E402
 from rltutor.rollout.agent import AgentCollector, play_scripted  # noqa: E402
 from rltutor.rollout.context import Context, ContextSpec  # noqa: E402
 from rltutor.rollout.hf_agent import SYSTEM_PROMPT, HFChooser  # noqa: E402
@@ -170,13 +170,7 @@ def test_no_command_is_retokenised(models):
     policy = _policy(models["llama"])
     tok = policy.tokenizer
     merged = tok.convert_tokens_to_ids(MERGED)
-    head = policy.model.lm_head
-    biased = torch.nn.Linear(head.in_features, head.out_features, bias=True)
-    with torch.no_grad():
-        biased.weight.copy_(head.weight)
-        biased.bias.zero_()
-        biased.bias[merged] = 4.0
-    policy.model.lm_head = biased
+    bias_lm_head(policy.model, merged)  # sampled often, never the only choice
     col = _collector(policy)
     episodes = col.run_episodes(policy, torch.Generator().manual_seed(0))
     cmds = [c for e in episodes for c, _ in e.turns if merged in c]

@@ -62,6 +62,7 @@ __all__ = [
     "measured_state_bytes",
     "char_tokenizer",
     "save_random_model",
+    "bias_lm_head",
     "DTYPES",
     "HF_CRITICS",
 ]
@@ -581,6 +582,19 @@ def char_tokenizer(chat: bool = True, vocab_size: int | None = None):
     if chat:
         fast.chat_template = CHAT_TEMPLATE
     return fast
+
+
+def bias_lm_head(model, token_id: int, logit: float = 4.0) -> None:
+    """Give ``model``'s output layer a bias of ``logit`` on ``token_id`` (0 elsewhere), its weights unchanged, so
+    that sampling draws that token often but never only it: how the tests make the random models sample
+    :data:`MERGED`, the token no encoding produces."""
+    head = model.lm_head
+    biased = torch.nn.Linear(head.in_features, head.out_features, bias=True)
+    with torch.no_grad():
+        biased.weight.copy_(head.weight)
+        biased.bias.zero_()
+        biased.bias[token_id] = logit
+    model.lm_head = biased
 
 
 def save_random_model(folder, arch: str = "qwen2", size: str = "tiny", seed: int = 0) -> str:
