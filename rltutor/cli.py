@@ -294,6 +294,11 @@ def _new_config(args):
             f"using tuned settings for {algo} on {config.env} at {config.scale} scale (--hparams defaults for the "
             "preset's own)"
         )
+    elif hparams == "tuned" and config.env in AGENT_ENVS and config.hf_model is not None:
+        print(
+            f"using the Hugging Face agent's settings for {algo} on {config.env} (rltutor.config.hf_agent_settings: "
+            "one-hop tasks, 1024 of the model's tokens; --hparams defaults for the preset's own)"
+        )
     if config.env in AGENT_ENVS and config.agent_policy == "tokens" and config.hf_model is None:
         print(TOKEN_AGENT_NOTE, file=sys.stderr)
     return config

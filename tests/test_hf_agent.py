@@ -223,7 +223,9 @@ def test_cli_trains_the_toolshell_agent(models, tmp_path, capsys, algo, extra):
     argv = ["train", "--hf-model", models["qwen2"], "--env", "toolshell", "--algo", algo, "--steps", "150"]
     argv += ["--out", str(out), "--no-progress", "--set", "device=cpu", *extra]
     assert main(argv) == 0, capsys.readouterr().err
-    assert "not expected to learn" not in capsys.readouterr().err  # the TinyGPT agent's note is not this model's
+    said = capsys.readouterr()
+    assert "not expected to learn" not in said.err  # the TinyGPT agent's note is not this model's
+    assert "using the Hugging Face agent's settings" in said.out  # the starting settings are named
     import pandas as pd
 
     m = pd.read_csv(out / "metrics.csv")
