@@ -504,7 +504,7 @@ CLAIMS = (
     Claim(
         "sample_efficiency",
         "PPO is more sample-efficient than GRPO.",
-        "[The Turing Post](https://nitter.app/TheTuringPost): the value function squeezes more learning from "
+        "[The Turing Post](https://x.com/TheTuringPost): the value function squeezes more learning from "
         "fewer samples; " + _EXPLAINER,
         "06_lm_grpo_vs_ppo.ipynb",
         ("lm/short_task.csv",),
