@@ -126,3 +126,17 @@ def test_bad_delta_and_bad_tables_are_refused_with_the_fix():
         stats.seeds_for_power(1.0, -0.1)
     with pytest.raises(ValueError, match="rows of verdict_row"):
         stats.decide(pd.DataFrame({"contrast": ["x"]}))
+
+
+def test_training_gains_read_each_run_from_its_own_start_and_flag_an_arm_that_did_not_learn():
+    rows = []
+    for seed in range(6):
+        for u in range(1, 11):
+            rows.append({"arm": "up", "K": 1, "seed": seed, "update": u, "r": 0.1 * u + 0.01 * seed})
+            rows.append({"arm": "flat", "K": 1, "seed": seed, "update": u, "r": 0.5 + 0.05 * (u > 5) * (-1) ** seed})
+    g = stats.training_gains(pd.DataFrame(rows), ["arm", "K"], "r", last=2, first=2).set_index("arm")
+    assert g.loc["up", "gain"] == pytest.approx(0.8) and g.loc["up", "learned"]  # 0.95 - 0.15 in every run
+    assert g.loc["up", "start"] == pytest.approx(0.15 + 0.025) and g.loc["up", "seeds"] == 6
+    assert not g.loc["flat", "learned"] and g.loc["flat", "gain_low"] < 0 < g.loc["flat", "gain_high"]
+    with pytest.raises(ValueError, match="needs the columns"):
+        stats.training_gains(pd.DataFrame(rows), ["arm", "task"], "r")

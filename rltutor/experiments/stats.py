@@ -18,7 +18,8 @@ outcomes (:data:`VERDICTS`), at level alpha = 0.05 after Holm's correction acros
 contrast taken per seed first), :func:`verdict_table` decides a chapter's family of them together
 (:func:`decide`, with :func:`holm`) and :func:`describe` writes each as a sentence. :func:`seeds_for_power`
 is the power analysis a pilot feeds: the seeds needed for 80% power at delta, given the spread of the
-contrast per seed.
+contrast per seed. :func:`training_gains` is what every verdict is shown beside: each arm's gain over its own
+training, so that an arm that did not learn is seen and its contrasts are not read.
 
 The sweep of chapter 05 (:func:`rltutor.experiments.sweep.verdicts`) checks the paper's findings with
 Welch's t statistic instead (:func:`welch_t`): a finding that one arm is ahead is reproduced where
@@ -47,6 +48,7 @@ __all__ = [
     "describe",
     "detectable_effect",
     "seeds_for_power",
+    "training_gains",
     "t_cdf",
     "t_ppf",
     "welch_t",
@@ -334,6 +336,42 @@ def describe(table: pd.DataFrame, digits: int = 3) -> list[str]:
                 line += f" (the smallest effect of interest: {r.delta:.{digits}f})"
         out.append(line)
     return out
+
+
+def training_gains(
+    df: pd.DataFrame, by: list[str], metric: str, last: int = 5, first: int = 5, level: float = 0.95
+) -> pd.DataFrame:
+    """Each arm's training gain, from runs stored one row per update (columns ``by``, ``seed``, ``update`` and
+    ``metric``): per run, the mean of ``metric`` over its last ``last`` updates minus the mean over its first
+    ``first``; per arm (the ``by`` columns), the mean over seeds, its ``level`` t interval (``gain_low``,
+    ``gain_high``), ``start`` and ``end`` (means over seeds) and ``learned``: the interval lies above 0. A
+    description of the runs, not a pre-stated test: an arm that did not learn is reported so, and the contrasts
+    that use it are not interpreted."""
+    missing = [c for c in [*by, "seed", "update", metric] if c not in df.columns]
+    if missing:
+        raise ValueError(f"training_gains needs the columns {missing}; the frame has {list(df.columns)}")
+    runs = [*by, "seed"]
+    start = df.groupby(runs, group_keys=False).apply(lambda g: g.nsmallest(first, "update")[metric].mean())
+    end = df.groupby(runs, group_keys=False).apply(lambda g: g.nlargest(last, "update")[metric].mean())
+    rows = []
+    for key, idx in end.groupby(level=by).groups.items():
+        key = key if isinstance(key, tuple) else (key,)
+        d = (end.loc[idx] - start.loc[idx]).to_numpy(float)
+        n, mean = len(d), float(d.mean())
+        half = t_ppf(1 - (1 - level) / 2, n - 1) * float(d.std(ddof=1)) / math.sqrt(n) if n > 1 else float("nan")
+        rows.append(
+            {
+                **dict(zip(by, key, strict=True)),
+                "start": float(start.loc[idx].mean()),
+                "end": float(end.loc[idx].mean()),
+                "gain": mean,
+                "gain_low": mean - half,
+                "gain_high": mean + half,
+                "seeds": n,
+                "learned": bool(mean - half > 0),
+            }
+        )
+    return pd.DataFrame(rows, columns=[*by, "start", "end", "gain", "gain_low", "gain_high", "seeds", "learned"])
 
 
 def welch_t(a: np.ndarray, b: np.ndarray) -> float:
