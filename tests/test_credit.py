@@ -122,3 +122,29 @@ def test_the_weighting_test_pairs_each_seed_and_names_its_runs_apart():
     assert len(table) == 1 and abs(table["estimate"].iloc[0] - 0.1) < 1e-9 and table["verdict"].iloc[0] == "confirmed"
     on_only = pd.DataFrame([r for r in rows if r["arm"] == "broadcast_grpo"])
     assert credit.weighting_verdict(on_only, last=2).empty  # no per-row runs yet: no verdict
+
+
+def test_the_main_test_report_reads_only_contrasts_whose_arms_learned():
+    """A synthetic main test: ppo_gae_across and broadcast_grpo learn at both K, slime_split does not at K = 16;
+    the slope against broadcast_grpo is interpretable, the one against slime_split is reported and flagged."""
+    from rltutor.experiments import credit
+
+    rows = []
+    for seed in range(6):
+        for K in (1, 16):
+            for arm, gain in (
+                ("ppo_gae_across", 0.3),
+                ("broadcast_grpo", 0.2),
+                ("slime_split", 0.2 if K == 1 else 0.0),
+            ):
+                for u in range(1, 11):
+                    noise = 0.02 * ((seed + u) % 3 - 1) if gain == 0 else 0.01 * seed
+                    r = 0.4 + gain * (u > 5) + noise
+                    rows.append({"arm": arm, "K": K, "seed": seed, "update": u, "episode_return": r})
+    report = credit.main_test_report(pd.DataFrame(rows))
+    gains = report["gains"].set_index(["arm", "K"])
+    assert gains.loc[("ppo_gae_across", 16), "learned"] and not gains.loc[("slime_split", 16), "learned"]
+    v = report["verdicts"].set_index("contrast")["interpretable"]
+    assert v[f"slope over log4 K of {credit.ACROSS} - broadcast_grpo"]
+    assert not v[f"slope over log4 K of {credit.ACROSS} - slime_split"]
+    assert report["weighting"].empty and report["oracle"].empty  # no such runs in this frame

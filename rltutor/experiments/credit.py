@@ -166,6 +166,7 @@ __all__ = [
     "PER_ROW",
     "weighting_test_plan",
     "weighting_verdict",
+    "main_test_report",
     "pilot",
     "main",
 ]
@@ -877,6 +878,40 @@ def weighting_verdict(df: pd.DataFrame, metric: str = "episode_return", last: in
     return verdict_table([paired_row(name, metric, arms, w["delta"])])
 
 
+def main_test_report(df: pd.DataFrame, metric: str = "episode_return", last: int = 5) -> dict:
+    """The main test's tables from its records (every run stored; the pre-registration in the module docstring):
+
+    * ``gains``: every (arm, K)'s training gain, first to last ``last`` updates
+      (:func:`rltutor.experiments.stats.training_gains`), ``learned`` where its interval lies above 0;
+    * ``verdicts``: :func:`slope_verdicts`, with ``interpretable``: both arms learned at both K (a contrast with
+      an arm that did not learn is reported, not read);
+    * ``weighting``: :func:`weighting_verdict`, ``interpretable`` likewise;
+    * ``oracle``: the oracle arm minus ppo_bootstrap at the oracle's K, paired by seed: the ceiling of what a
+      critic could give the bootstrap, beside the verdicts (uncorrected, no delta: descriptive).
+    """
+    from rltutor.experiments.stats import training_gains
+
+    gains = training_gains(df, ["arm", "K"], metric, last=last, first=last)
+    learned = {(r.arm, r.K): r.learned for r in gains.itertuples()}
+    verdicts = slope_verdicts(df, metric, last)
+    if not verdicts.empty:
+        verdicts["interpretable"] = [
+            all(learned.get((a, K), False) for a in (ACROSS, other) for K in MAIN_TEST["Ks"])
+            for other in [c.split(" - ")[-1] for c in verdicts["contrast"]]
+        ]
+    weighting = weighting_verdict(df, metric, last)
+    if not weighting.empty:
+        K = WEIGHTING_TEST["K"]
+        weighting["interpretable"] = learned.get((WEIGHTING_TEST["arm"], K), False) and learned.get((PER_ROW, K), False)
+    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
+    oracle = pd.DataFrame()
+    for K in MAIN_TEST["oracle_Ks"]:
+        if (ORACLE, K) in end.index.droplevel("seed") and ("ppo_bootstrap", K) in end.index.droplevel("seed"):
+            arms = [(1.0, end.loc[(ORACLE, K)]), (-1.0, end.loc[("ppo_bootstrap", K)])]
+            oracle = verdict_table([paired_row(f"{ORACLE} - ppo_bootstrap at K = {K}", metric, arms)])
+    return {"gains": gains, "verdicts": verdicts, "weighting": weighting, "oracle": oracle}
+
+
 def pilot_timing(folder: str | None = None) -> pd.DataFrame:
     """:func:`run_timing` of the second pilot's stored runs (default the second of :data:`PILOTS`)."""
     folder = str(datafiles.path(PILOTS[1])) if folder is None else folder
@@ -970,8 +1005,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.plan and not jobs:  # every run stored: the test's records and verdicts
             df = _run_cells(main_test_jobs(n, folder), 1, folder)
             store_records(df, args.out, "rltutor.experiments.credit", argv)
-            print(slope_verdicts(df).to_string(index=False))
-            print(weighting_verdict(df).to_string(index=False))
+            for name, table in main_test_report(df).items():
+                print(f"--- {name}\n{table.round(4).to_string(index=False)}")
         return 0
     if args.snr:
         df = arm_snr(
