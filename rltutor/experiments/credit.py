@@ -166,6 +166,7 @@ __all__ = [
     "PER_ROW",
     "weighting_test_plan",
     "weighting_verdict",
+    "main_test_progress",
     "main_test_report",
     "pilot",
     "main",
@@ -876,6 +877,14 @@ def weighting_verdict(df: pd.DataFrame, metric: str = "episode_return", last: in
     arms = [(1.0, end.loc[(w["arm"], w["K"])]), (-1.0, end.loc[(PER_ROW, w["K"])])]
     name = f"{w['arm']} at K = {w['K']}: row_weight on - off"
     return verdict_table([paired_row(name, metric, arms, w["delta"])])
+
+
+def main_test_progress(folder: str | None = None) -> tuple[int, int]:
+    """(runs stored, runs in all) of the main test (:func:`main_test_jobs` at the pre-stated n, the weighting
+    test's and the oracle's included) in ``folder`` (default: beside :data:`MAIN_OUT`); reads no records."""
+    folder = os.path.splitext(MAIN_OUT)[0] + ".runs" if folder is None else folder
+    jobs = main_test_jobs(MAIN_TEST["seeds"], folder)
+    return sum(os.path.exists(os.path.join(folder, _job_name(j))) for j in jobs), len(jobs)
 
 
 def main_test_report(df: pd.DataFrame, metric: str = "episode_return", last: int = 5) -> dict:
