@@ -106,10 +106,11 @@ Pre-registration (dated; the test is fixed before its runs)
   30 updates, the same metric. Contrast J(on) - J(off), two-sided, its own family of one (a question about the
   loss reducer, not about credit: the main test's Holm family stays as stated). delta = 0.05 return (one solve
   in twenty, half the main test's 0.10 over the K range: below it a practitioner would not change a reducer).
-  Power (sigma = 0.107 from the first pilot, no credit for the pairing: sd of a difference sqrt(2) sigma):
-  :func:`weighting_test_plan`: 74 seeds for delta, over the budget; at the main test's n = 21 it detects 0.097
-    at 80%, so a true effect of delta will often read "undecided", and the page says so. Cost: 21 runs of about
-  75 CPU-s, run after the main test's runs and before the oracle's, by the same ``--main-test`` batches.
+  Power (sigma = 0.107 from the first pilot, no credit for the pairing: sd of a difference sqrt(2) sigma), by
+  the function :func:`weighting_test_plan`: 74 seeds for delta, over the budget; at the main test's n = 21 it
+  detects 0.097 at 80%, so a true effect of delta will often read "undecided", and the page says so. Cost: 21
+  runs of about 75 CPU-s, run after the main test's runs and before the oracle's, by the same ``--main-test``
+  batches.
 """
 
 from __future__ import annotations
