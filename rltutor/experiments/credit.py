@@ -534,10 +534,15 @@ def _run_cells(cells: list[tuple], workers: int | None, run_dir: str | None) -> 
     return run_all(_run, cells, workers, store=store, names=names)
 
 
+def _ends(df: pd.DataFrame, metric: str, last: int) -> pd.Series:
+    """Each run's end: the mean of ``metric`` over the last ``last`` updates, indexed by (arm, K, seed)."""
+    return df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
+
+
 def slope_verdicts(df: pd.DataFrame, metric: str = "episode_return", last: int = 5, delta: float = 0.05):
     """The pre-stated slope test (module docstring) from stored runs: per critic-free arm X the slope over log4 K
     of J(ppo_gae_across) - J(X), paired by seed, Holm-corrected (:func:`rltutor.experiments.stats.verdict_table`)."""
-    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
+    end = _ends(df, metric, last)
     w = {1: -0.5, 16: 0.5}  # least-squares slope over log4 K = 0, 1, 2: weights (-1, 0, +1) / 2, K = 4's is 0
     rows = []
     for other in CRITIC_FREE:
@@ -556,7 +561,7 @@ def seeds_needed(df: pd.DataFrame, delta: float = 0.05, last: int = 5) -> int:
     three contrasts), from a pilot's runs: the slope contrast's weights (+-1/2 on K = 1 and 16, for two arms)
     give a per-seed sd of sqrt(4 x 1/4) sigma = sigma, sigma the mean sd over seeds of one arm's metric at one K
     (no credit taken for the pairing by seed: conservative)."""
-    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])["episode_return"].mean()
+    end = _ends(df, "episode_return", last)
     sigma = float(end.groupby(["arm", "K"]).std().mean())
     return seeds_for_power(sigma if sigma == sigma and sigma > 0 else 0.2, delta, paired=True, tests=3)
 
@@ -777,7 +782,7 @@ def pilot_sd(path: str | None = None, last: int = 5) -> float:
     """sigma: the mean over (arm, K) of the sd over seeds of a run's end metric, from a stored pilot (as
     :func:`seeds_needed` reads it; default the first of :data:`PILOTS`)."""
     df = pd.read_csv(datafiles.path(PILOTS[0]) if path is None else path)
-    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])["episode_return"].mean()
+    end = _ends(df, "episode_return", last)
     return float(end.groupby(["arm", "K"]).std().mean())
 
 
@@ -872,7 +877,7 @@ def weighting_verdict(df: pd.DataFrame, metric: str = "episode_return", last: in
     """The per-row weighting test from stored runs: J(arm, row_weight on) - J(arm, row_weight off) at
     :data:`WEIGHTING_TEST`'s K, paired by seed, a family of one (:func:`rltutor.experiments.stats.verdict_table`)."""
     w = WEIGHTING_TEST
-    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
+    end = _ends(df, metric, last)
     if (w["arm"], w["K"]) not in end.index.droplevel("seed") or (PER_ROW, w["K"]) not in end.index.droplevel("seed"):
         return pd.DataFrame()
     arms = [(1.0, end.loc[(w["arm"], w["K"])]), (-1.0, end.loc[(PER_ROW, w["K"])])]
@@ -913,7 +918,7 @@ def main_test_report(df: pd.DataFrame, metric: str = "episode_return", last: int
     if not weighting.empty:
         K = WEIGHTING_TEST["K"]
         weighting["interpretable"] = learned.get((WEIGHTING_TEST["arm"], K), False) and learned.get((PER_ROW, K), False)
-    end = df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
+    end = _ends(df, metric, last)
     oracle = pd.DataFrame()
     for K in MAIN_TEST["oracle_Ks"]:
         if (ORACLE, K) in end.index.droplevel("seed") and ("ppo_bootstrap", K) in end.index.droplevel("seed"):
