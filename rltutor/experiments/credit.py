@@ -539,6 +539,11 @@ def _ends(df: pd.DataFrame, metric: str, last: int) -> pd.Series:
     return df[df["update"] > df["update"].max() - last].groupby(["arm", "K", "seed"])[metric].mean()
 
 
+def _slope_name(other: str) -> str:
+    """The contrast name of the slope test against the critic-free arm ``other``."""
+    return f"slope over log4 K of {ACROSS} - {other}"
+
+
 def slope_verdicts(df: pd.DataFrame, metric: str = "episode_return", last: int = 5, delta: float = 0.05):
     """The pre-stated slope test (module docstring) from stored runs: per critic-free arm X the slope over log4 K
     of J(ppo_gae_across) - J(X), paired by seed, Holm-corrected (:func:`rltutor.experiments.stats.verdict_table`)."""
@@ -552,7 +557,7 @@ def slope_verdicts(df: pd.DataFrame, metric: str = "episode_return", last: int =
                 if (arm, K) in end.index.droplevel("seed"):
                     arms.append((sign * wk, end.loc[(arm, K)]))
         if len(arms) == 4:
-            rows.append(paired_row(f"slope over log4 K of {ACROSS} - {other}", metric, arms, delta))
+            rows.append(paired_row(_slope_name(other), metric, arms, delta))
     return verdict_table(rows) if rows else pd.DataFrame()
 
 
@@ -910,9 +915,10 @@ def main_test_report(df: pd.DataFrame, metric: str = "episode_return", last: int
     learned = {(r.arm, r.K): r.learned for r in gains.itertuples()}
     verdicts = slope_verdicts(df, metric, last)
     if not verdicts.empty:
+        other = {_slope_name(x): x for x in CRITIC_FREE}
         verdicts["interpretable"] = [
-            all(learned.get((a, K), False) for a in (ACROSS, other) for K in MAIN_TEST["Ks"])
-            for other in [c.split(" - ")[-1] for c in verdicts["contrast"]]
+            all(learned.get((a, K), False) for a in (ACROSS, other[c]) for K in MAIN_TEST["Ks"])
+            for c in verdicts["contrast"]
         ]
     weighting = weighting_verdict(df, metric, last)
     if not weighting.empty:
