@@ -351,8 +351,9 @@ def training_gains(
     if missing:
         raise ValueError(f"training_gains needs the columns {missing}; the frame has {list(df.columns)}")
     runs = [*by, "seed"]
-    start = df.groupby(runs, group_keys=False).apply(lambda g: g.nsmallest(first, "update")[metric].mean())
-    end = df.groupby(runs, group_keys=False).apply(lambda g: g.nlargest(last, "update")[metric].mean())
+    ordered = df.sort_values("update").groupby(runs)
+    start = ordered.head(first).groupby(runs)[metric].mean()
+    end = ordered.tail(last).groupby(runs)[metric].mean()
     rows = []
     for key, idx in end.groupby(level=by).groups.items():
         key = key if isinstance(key, tuple) else (key,)
