@@ -200,21 +200,47 @@ def test_same_seed_same_numbers():
 @pytest.mark.parametrize("noise", [0.0, 0.5])
 @pytest.mark.parametrize("T", [1, 16])
 def test_closed_form_snr_matches_monte_carlo(task, noise, T):
-    """The chapter's formulas (snr_theory) against the measurement: within 8% with 3000 batches."""
+    """The chapter's formulas (snr_theory) against the measurement: within 8% with 3000 batches; GAE with the
+    true V at lambda = 0, 0.5 and 1 (chapter 7's bound)."""
     t = an.make_chain(task, T=T, noise=noise)
     specs = [
         an.EstimatorSpec("rloo", G=4),
         an.EstimatorSpec("gae", lam=0.0),
         an.EstimatorSpec("gae_critic", lam=0.0, critic_noise=1.5),
+        an.EstimatorSpec("gae", lam=0.5),
+        an.EstimatorSpec("gae", lam=1.0),
     ]
     rows = an.measure_specs(t, specs, batch_size=16, n_batches=3000, seed=2)
     theory = [
         an.snr_theory(t, "rloo", batch_size=16, G=4),
         an.snr_theory(t, "gae_td", batch_size=16),
         an.snr_theory(t, "gae_td", batch_size=16, critic_noise=1.5),
+        an.snr_theory(t, "gae_td", batch_size=16, lam=0.5),
+        an.snr_theory(t, "gae_td", batch_size=16, lam=1.0),
     ]
     for row, th in zip(rows, theory, strict=True):
         assert row["snr"] == pytest.approx(th, rel=0.08), row["name"]
+
+
+def test_lambda_one_gains_at_most_twice_the_trajectory_snr():
+    """With the true V and lambda = 1, GAE's SNR lies between the ideal-baseline (trajectory-level) SNR and twice
+    it, tending to twice as T grows; lambda = 0's does not fall with T (no reward noise)."""
+    for task in ("corridor", "corridor_dense", "tokens"):
+        for T in (1, 4, 64, 1024):
+            t = an.make_chain(task, T=T)
+            traj = an.snr_theory(t, "ideal_baseline", batch_size=32)
+            one = an.snr_theory(t, "gae_td", batch_size=32, lam=1.0)
+            assert traj * (1 - 1e-12) <= one <= 2 * traj, (task, T)
+        long = an.make_chain(task, T=4096)
+        ratio = an.snr_theory(long, "gae_td", batch_size=32, lam=1.0) / an.snr_theory(
+            long, "ideal_baseline", batch_size=32
+        )
+        assert ratio == pytest.approx(2.0, rel=0.01), task
+        assert an.snr_theory(long, "gae_td", batch_size=32) == pytest.approx(
+            an.snr_theory(an.make_chain(task, T=4), "gae_td", batch_size=32)
+        )
+    with pytest.raises(ValueError, match="lam = 0 only"):
+        an.snr_theory(an.make_chain("corridor", T=4), "gae_td", lam=0.5, critic_noise=1.0)
 
 
 def test_corridor_preset_pays_what_the_corridor_environment_pays():

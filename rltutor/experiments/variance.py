@@ -723,11 +723,18 @@ def horizon_curve(
 
 
 def snr_theory(
-    task: ChainTask, estimator: str, *, batch_size: int = 32, G: int = 8, critic_noise: float = 0.0
+    task: ChainTask,
+    estimator: str,
+    *,
+    batch_size: int = 32,
+    G: int = 8,
+    critic_noise: float = 0.0,
+    lam: float = 0.0,
 ) -> float:
     """Exact SNR of a batch gradient for ``"rloo"``, ``"ideal_baseline"`` (RLOO as G -> infinity:
-    REINFORCE with the exact mean return as baseline) and ``"gae_td"`` (GAE with gamma = 1, lambda = 0
-    and a critic V + critic_noise * u * xi; critic_noise = 0 is the true V). Rewards "dense"/"terminal".
+    REINFORCE with the exact mean return as baseline) and ``"gae_td"`` (GAE with gamma = 1 and ``lam``,
+    with a critic V + critic_noise * u * xi; critic_noise = 0 is the true V, and a noisy critic is covered at
+    lam = 0 only). Rewards "dense"/"terminal".
 
     Per step (one softmax over K actions, good-action probability p, q = (1 - p) / (K - 1)):
     S_g = |e_0 - pi|^2, S_b = |e_j - pi|^2 (j wrong), E|s|^2 = p S_g + (1 - p) S_b,
@@ -739,6 +746,12 @@ def snr_theory(
       - |c~|^2 + |c~|^2 / (G-1) ),   Var R = T w^2 p (1-p) + s_R^2.
     * TD (lambda = 0): SNR = B |c~|^2 / ( T w^2 (a - |c|^2) + E|s|^2 s_R^2 + E|s|^2 k^2 (2T - 1) ),
       k = critic_noise * u (each TD residual carries gamma * err(s_{t+1}) - err(s_t)).
+    * GAE(lambda), true V: step t's advantage is w (u_t - p) + sum_{l >= 1} lambda^l w (u_{t+l} - p) plus
+      the reward noise the residuals carry, so the later steps' luck enters step t with weights lambda^(2l):
+      SNR = B |c~|^2 / ( T w^2 (a - |c|^2) + w^2 b sum_t S_t + E|s|^2 N ), S_t = sum_{l=1}^{T-1-t} lambda^(2l),
+      N = sum_t lambda^(2(T-1-t)) sigma^2 (terminal: the noise is in the last residual) or
+      sum_t sum_{l=0}^{T-1-t} lambda^(2l) sigma^2 (dense). At lambda = 0 this is the TD form; at lambda = 1,
+      sum_t S_t = T (T - 1) / 2: half of RLOO's (T - 1) b per step, so at most twice the trajectory-level SNR.
 
     The horizon enters RLOO through (T - 1) b: every other step's randomness lands in every step's
     advantage, so SNR ~ B / T. In the TD form T cancels (without noise): credit stays local.
@@ -763,8 +776,23 @@ def snr_theory(
         denom = T * (w**2 * (a + (T - 1) * b) + Es2 * sR2) + T * Es2 * var_R * inv - ct2 + ct2 * inv
         return B * ct2 / denom
     if estimator == "gae_td":
+        if not 0.0 <= lam <= 1.0:
+            raise ValueError(f"lam must be in [0, 1], got {lam!r}")
+        if lam > 0 and critic_noise > 0:
+            raise ValueError(
+                f"snr_theory covers a noisy critic at lam = 0 only, got lam={lam!r} with critic_noise="
+                f"{critic_noise!r}; measure it with measure_specs instead"
+            )
         k2 = (critic_noise * reward_unit(task)) ** 2
-        return B * ct2 / (T * w**2 * (a - c2) + Es2 * sR2 + Es2 * k2 * (2 * T - 1))
+        rho = lam**2
+        n = np.arange(T)  # T - 1 - t for t = T-1, ..., 0: how many steps follow step t
+        later = n if rho == 1.0 else rho * (1 - rho**n) / (1 - rho)  # S_t = sum_{l=1}^{n} rho^l
+        if task.reward == "terminal":
+            noise = task.noise**2 * float(np.sum(rho**n))  # lambda^(2n) sigma^2: the last residual's noise
+        else:
+            noise = task.noise**2 * float(np.sum(1.0 + later))  # sum_{l=0}^{n} rho^l sigma^2
+        denom = T * w**2 * (a - c2) + w**2 * b * float(np.sum(later)) + Es2 * noise
+        return B * ct2 / (denom + Es2 * k2 * (2 * T - 1))
     raise ValueError(f"unknown estimator {estimator!r} for snr_theory; valid: rloo, ideal_baseline, gae_td")
 
 
