@@ -140,3 +140,47 @@ def test_training_gains_read_each_run_from_its_own_start_and_flag_an_arm_that_di
     assert not g.loc["flat", "learned"] and g.loc["flat", "gain_low"] < 0 < g.loc["flat", "gain_high"]
     with pytest.raises(ValueError, match="needs the columns"):
         stats.training_gains(pd.DataFrame(rows), ["arm", "task"], "r")
+
+
+def test_describe_gains_marks_an_arm_that_did_not_learn_and_one_that_got_worse():
+    gains = pd.DataFrame(
+        [
+            {
+                "algo": "A",
+                "L": 4,
+                "start": 0.2,
+                "end": 0.5,
+                "gain": 0.3,
+                "gain_low": 0.1,
+                "gain_high": 0.5,
+                "seeds": 6,
+                "learned": True,
+            },
+            {
+                "algo": "B",
+                "L": 4,
+                "start": 0.2,
+                "end": 0.25,
+                "gain": 0.05,
+                "gain_low": -0.1,
+                "gain_high": 0.2,
+                "seeds": 6,
+                "learned": False,
+            },
+            {
+                "algo": "C",
+                "L": 4,
+                "start": 0.2,
+                "end": 0.1,
+                "gain": -0.1,
+                "gain_low": -0.2,
+                "gain_high": -0.01,
+                "seeds": 6,
+                "learned": False,
+            },
+        ]
+    )
+    a, b, c = stats.describe_gains(gains, "reward")
+    assert a.startswith("A, L = 4: reward 0.200 -> 0.500, gain +0.300") and a.endswith(": learned")
+    assert "did NOT clearly work" in b and "not read" in b
+    assert "WORSE" in c

@@ -375,6 +375,28 @@ def training_gains(
     return pd.DataFrame(rows, columns=[*by, "start", "end", "gain", "gain_low", "gain_high", "seeds", "learned"])
 
 
+def describe_gains(gains: pd.DataFrame, metric: str, digits: int = 3) -> list[str]:
+    """Each arm of :func:`training_gains` as a sentence: its start and end, its gain with the interval and the
+    number of seeds, and, where the interval does not lie above 0, that training did not clearly work for that
+    arm, so that a contrast using it is not read."""
+    by = [c for c in gains.columns if c not in ("start", "end", "gain", "gain_low", "gain_high", "seeds", "learned")]
+    out = []
+    for r in gains.itertuples(index=False):
+        arm = ", ".join(f"{getattr(r, c)}" if c in ("algo", "arm") else f"{c} = {getattr(r, c)}" for c in by)
+        line = (
+            f"{arm}: {metric} {r.start:.{digits}f} -> {r.end:.{digits}f}, gain {r.gain:+.{digits}f}, 95% interval "
+            f"[{r.gain_low:+.{digits}f}, {r.gain_high:+.{digits}f}] over {r.seeds} seeds"
+        )
+        if r.learned:
+            line += ": learned"
+        elif r.gain_high < 0:
+            line += ": training made it WORSE here; a contrast using this arm is not read"
+        else:
+            line += ": training did NOT clearly work here (the interval holds 0); a contrast using this arm is not read"
+        out.append(line)
+    return out
+
+
 def welch_t(a: np.ndarray, b: np.ndarray) -> float:
     """Welch's t statistic of mean(a) - mean(b) (``inf`` or 0 where both arms have no spread)."""
     se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
