@@ -81,6 +81,7 @@ def test_a_changed_stored_verdict_changes_the_claim_and_the_decision_cell(plante
     before = claims.decision_table(planted_robust, before_claims)
     st = claims.read_stored("lm/short_task.csv")
     st.loc[(st["algo"] == "PPO (value head)") & (st["update"] > 80), "reward"] += 0.3
+    st.loc[(st["algo"] == "GRPO") & (st["update"] > 80), "reward"] += 0.1  # both arms now learn
     read = _reader({"lm/noisy_reward.csv": _noisy_frame(0.02, 0.15), "lm/short_task.csv": st})
     after_claims = claims.claims_table(read)
     after = claims.decision_table(read, after_claims)
@@ -140,3 +141,11 @@ def test_power_analysis_reads_the_pilot_spread():
     hit = (noisier["seed"] == 100) & (noisier["algo"] == "PPO") & (noisier["flip"] > 0)
     noisier.loc[hit, "reward"] += 0.1  # one seed's interaction off by 0.1: a wider spread
     assert claims.noisy_reward_power(noisier)["n"] > p["n"]
+
+
+def test_a_claim_whose_arms_did_not_learn_is_not_read(planted_robust):
+    """Chapter 06's stored GRPO and value-head runs barely learn (gains whose intervals hold 0): the
+    sample-efficiency claim is then not testable with them, and its evidence says which arm did not learn."""
+    row = claims.claims_table(planted_robust).set_index("key").loc["sample_efficiency"]
+    assert row["verdict"] == "not testable here"
+    assert "training did not clearly work" in row["evidence"] and "GRPO: reward" in row["evidence"]

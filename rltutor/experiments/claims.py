@@ -262,7 +262,8 @@ if __name__ == "__main__":
 # ----------------------------------------------------------------------------------------------
 
 CLAIM_VERDICTS = (*VERDICTS, "not testable here")
-"""The verdicts a claim can get: the four of :mod:`rltutor.experiments.stats`, or not testable here (and why)."""
+"""The verdicts a claim can get: the four of :mod:`rltutor.experiments.stats`, or not testable here (and why:
+no stored experiment measures it, or the runs that would did not learn)."""
 
 CLAIM_COLUMNS = ("key", "claim", "source", "verdict", "basis", "evidence", "chapter", "data")
 """The columns of :func:`claims_table` (besides :data:`NUMBER_COLUMNS`)."""
@@ -399,9 +400,27 @@ def _claim_ranks(read):
     return ("refuted" if differ else "confirmed"), ev, "the package's code"
 
 
-def _claim_row(name: str, contrast: str, sign: int, metric: str = "", note: str = ""):
+def _not_learned(read, name: str, arms: tuple[str, ...], last: int = 20, first: int = 5) -> list[str]:
+    """The arms of the stored runs ``lm/NAME.csv`` whose training gain in reward (last ``last`` updates minus
+    the first ``first``, :func:`rltutor.experiments.stats.training_gains`) is not clearly above 0, each as
+    its sentence: a contrast using one of them compares runs that did not learn, and is not read."""
+    from rltutor.experiments.stats import describe_gains, training_gains
+
+    d = read(f"lm/{name}.csv")
+    gains = training_gains(d[d["algo"].isin(arms)], ["algo"], "reward", last=last, first=first)
+    return [line for line, ok in zip(describe_gains(gains, "reward"), gains["learned"], strict=True) if not ok]
+
+
+def _claim_row(name: str, contrast: str, sign: int, metric: str = "", note: str = "", arms: tuple[str, ...] = ()):
+    """A claim decided by one row of chapter NAME's verdict table; where one of ``arms`` (the contrast's
+    arms) did not clearly learn, the claim is not testable with those runs, and the evidence says why."""
+
     def decide(read):
         r = _pick(lm_table(read, name), contrast, metric)
+        failed = _not_learned(read, name, arms) if arms else []
+        if failed:
+            ev = _row_text(r) + note + "; not read, because training did not clearly work: " + "; ".join(failed)
+            return "not testable here", ev, "the book's stored runs (which did not learn)", r
         return _flip(r.verdict, sign), _row_text(r) + note, "the book's stored runs", r
 
     return decide
@@ -509,7 +528,12 @@ CLAIMS = (
         "06_lm_grpo_vs_ppo.ipynb",
         ("lm/short_task.csv",),
         _claim_row(
-            "short_task", "PPO (value head) - GRPO", +1, "reward", " (same prompts, completions and updates per arm)"
+            "short_task",
+            "PPO (value head) - GRPO",
+            +1,
+            "reward",
+            " (same prompts, completions and updates per arm)",
+            arms=("PPO (value head)", "GRPO"),
         ),
     ),
     Claim(
