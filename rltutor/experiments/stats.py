@@ -21,9 +21,8 @@ is the power analysis a pilot feeds: the seeds needed for 80% power at delta, gi
 contrast per seed. :func:`training_gains` is what every verdict is shown beside: each arm's gain over its own
 training, so that an arm that did not learn is seen and its contrasts are not read.
 
-The sweep of chapter 05 (:func:`rltutor.experiments.sweep.verdicts`) checks the paper's findings with
-Welch's t statistic instead (:func:`welch_t`): a finding that one arm is ahead is reproduced where
-``t > T_RULE``, one that two arms are tied where ``|t| < T_RULE`` (:func:`ahead`, :func:`tied`).
+The sweep of chapter 05 (:func:`rltutor.experiments.sweep.verdicts`) decides the paper's findings with the
+same rows (its arms are separate runs, so they are not paired) and the same correction.
 
 Used by :mod:`rltutor.experiments.sweep` (chapter 05), :mod:`rltutor.experiments.lm` (chapters 06-10) and
 :mod:`rltutor.experiments.agents` (chapter 11); their runs go through :mod:`rltutor.experiments.runs`.
@@ -33,7 +32,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -51,9 +49,7 @@ __all__ = [
     "training_gains",
     "t_cdf",
     "t_ppf",
-    "welch_t",
-    "ahead",
-    "tied",
+    "describe_gains",
 ]
 
 VERDICTS = ("confirmed", "refuted", "equivalent", "undecided")
@@ -77,8 +73,6 @@ ROW_COLUMNS = (
 """The columns of :func:`verdict_row`."""
 TABLE_COLUMNS = (*ROW_COLUMNS, "verdict_raw", "p_adj", "p_equiv_adj", "family")
 """The columns of a decided verdict table (:func:`verdict_table`, :func:`decide`)."""
-T_RULE = 2.0
-"""The sweep's rule (:func:`ahead`, :func:`tied`): a Welch t beyond 2 counts, one within 2 is a tie."""
 
 
 # --- Student's t distribution, in plain Python (the package does not depend on scipy) -------------------
@@ -395,19 +389,3 @@ def describe_gains(gains: pd.DataFrame, metric: str, digits: int = 3) -> list[st
             line += ": training did NOT clearly work here (the interval holds 0); a contrast using this arm is not read"
         out.append(line)
     return out
-
-
-def welch_t(a: np.ndarray, b: np.ndarray) -> float:
-    """Welch's t statistic of mean(a) - mean(b) (``inf`` or 0 where both arms have no spread)."""
-    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-    return (a.mean() - b.mean()) / se if se > 0 else (math.inf if a.mean() > b.mean() else 0.0)
-
-
-def ahead(t: float) -> bool:
-    """The sweep's rule for "ahead", "better", "best": Welch's ``t > T_RULE``."""
-    return bool(t > T_RULE)
-
-
-def tied(t: float) -> bool:
-    """The sweep's rule for "tied": ``|t| < T_RULE``."""
-    return bool(abs(t) < T_RULE)

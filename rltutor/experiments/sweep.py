@@ -26,8 +26,9 @@ this process (``--executor serial``).
 Outputs in ``--out``: ``runs/`` (each finished run in its own JSON file, written as it finishes:
 rerunning the same command resumes an interrupted sweep), ``curves.csv`` (return against env steps, every
 run), ``finals.csv`` (one row per run: mean return over the last 20% of its episodes), ``table.md`` (mean
-and 95% confidence interval over seeds), ``verdicts.json`` (which of the paper's findings reproduced, computed from the
-numbers) and ``meta.json`` (the exact command, scale, versions, wall time).
+and 95% confidence interval over seeds), ``verdicts.csv`` (each of the paper's findings as a test with an
+interval, Holm-corrected, and whether it reproduced: :func:`verdicts`) and ``meta.json`` (the exact command,
+scale, versions, wall time).
 
     python -m rltutor.experiments.sweep --scale quick --out runs/sweep_quick
     python -m rltutor.experiments.sweep --scale full --out rltutor/data/horizon/sweep --workers 2
@@ -51,7 +52,6 @@ import numpy as np
 import pandas as pd
 
 from rltutor.experiments.runs import EXECUTORS, RunStore, run_each
-from rltutor.experiments.stats import ahead, tied, welch_t
 from rltutor.utils import resolve_scale, t_quantile
 
 __all__ = [
@@ -64,6 +64,8 @@ __all__ = [
     "curves_on_grid",
     "results_table",
     "verdicts",
+    "READINGS",
+    "optimizer_steps",
     "write_outputs",
     "load_outputs",
     "main",
@@ -310,14 +312,46 @@ def results_table(finals: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def verdicts(finals: pd.DataFrame) -> list[dict]:
-    """The paper's findings as checks on our numbers: each with ``reproduced`` (bool) and the evidence.
+READINGS = ("reproduced", "not reproduced", "not decided")
+"""What a finding's verdict says about the paper's finding (:func:`verdicts`)."""
 
-    "Ahead", "better", "best" mean Welch's t > 2 on the normalized final returns over seeds; "tied" means
-    |t| < 2 (:func:`rltutor.experiments.stats.ahead`, :func:`~rltutor.experiments.stats.tied`). A difference
-    within the noise of the seeds does not count as reproducing a finding.
+
+def optimizer_steps(run: Run) -> int | None:
+    """The gradient steps a run takes in its budget: updates x epochs x minibatches, where an update collects
+    num_envs x num_steps env steps (PPO's segments) or group_size x num_groups whole episodes of T steps
+    (GRPO on the corridor, whose episodes all last T); None where episodes vary in length (CartPole). The
+    trainer updates until the budget is reached, so updates = ceil(total_steps / steps per update)."""
+    from rltutor.config import make_config
+
+    opts = {"horizon": run.horizon} if run.horizon is not None else {}
+    cfg = make_config(
+        run.algo, env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps, **run.overrides
+    )
+    if cfg.rollout == "segments":
+        per_update = cfg.num_envs * cfg.num_steps
+    elif run.horizon is not None:
+        per_update = cfg.group_size * cfg.num_groups * run.horizon
+    else:
+        return None
+    return math.ceil(run.total_steps / per_update) * cfg.epochs * cfg.minibatches
+
+
+def verdicts(finals: pd.DataFrame) -> pd.DataFrame:
+    """The paper's findings as tests on our final scores, with the verdicts of :mod:`rltutor.experiments.stats`:
+    each finding is a contrast of final scores (normalized, over seeds; the arms are separate runs, so the
+    interval is Welch's), Holm-corrected across the findings (:func:`~rltutor.experiments.stats.verdict_table`),
+    plus ``finding`` (the paper's claim) and ``reading`` (one of :data:`READINGS`):
+
+    * "PPO ahead", "grows", "smaller groups better", "a moderate discount best": reproduced where the
+      contrast is confirmed, not reproduced where it is refuted, else not decided;
+    * "roughly tied" (CartPole): these tests named no smallest effect of interest before their runs, so a
+      tie cannot be shown (that needs an equivalence test at a stated delta); a difference found either way
+      is "not reproduced", none found is "not decided", never "reproduced";
+    * "PPO's lead grows with the horizon": the least-squares slope over log2 T of PPO's mean minus GRPO's at
+      each stored horizon, per doubling of T, with its interval (not two point estimates compared).
     """
-    out = []
+    from rltutor.experiments.stats import verdict_row, verdict_table
+
     main = finals[finals["study"] == "main"]
 
     def scores(task, algo, study="main", variant="default"):
@@ -327,39 +361,40 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
             & (finals["algo"] == algo)
             & (finals["variant"] == variant)
         ]
-        return d["final_norm"].to_numpy()
+        return d["final_norm"].reset_index(drop=True)
+
+    metric = "final return (fraction of optimum)"
+    rows, findings = [], []
+
+    def add(finding, name, arms, kind="ahead"):
+        rows.append(verdict_row(name, metric, arms))
+        findings.append((finding, kind))
 
     if "CartPole-v1" in set(main["task"]):
-        a, b = scores("CartPole-v1", "ppo"), scores("CartPole-v1", "grpo")
-        t = welch_t(a, b)
-        out.append(
-            {
-                "claim": "short task with early termination (CartPole): GRPO and PPO roughly tied",
-                "reproduced": tied(t),
-                "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f} (fraction of the optimum), Welch t = {t:.2f}",
-            }
+        add(
+            "short task with early termination (CartPole): GRPO and PPO roughly tied",
+            "CartPole: PPO - GRPO",
+            [(1.0, scores("CartPole-v1", "ppo")), (-1.0, scores("CartPole-v1", "grpo"))],
+            kind="tie",
         )
-    hs = sorted(main["horizon"].dropna().unique())
+    hs = sorted(int(h) for h in main["horizon"].dropna().unique())
     if hs:
-        Tmax, Tmin = int(hs[-1]), int(hs[0])
-        a, b = scores(f"corridor T={Tmax}", "ppo"), scores(f"corridor T={Tmax}", "grpo")
-        t = welch_t(a, b)
-        out.append(
-            {
-                "claim": f"long task without early termination (corridor T={Tmax}): PPO ahead of GRPO",
-                "reproduced": ahead(t),
-                "evidence": f"PPO {a.mean():.3f}, GRPO {b.mean():.3f}, Welch t = {t:.2f}",
-            }
+        Tmax = hs[-1]
+        add(
+            f"long task without early termination (corridor T={Tmax}): PPO ahead of GRPO",
+            f"corridor T={Tmax}: PPO - GRPO",
+            [(1.0, scores(f"corridor T={Tmax}", "ppo")), (-1.0, scores(f"corridor T={Tmax}", "grpo"))],
         )
-        gaps = {
-            T: scores(f"corridor T={int(T)}", "ppo").mean() - scores(f"corridor T={int(T)}", "grpo").mean() for T in hs
-        }
-        out.append(
-            {
-                "claim": "PPO's lead over GRPO grows with the horizon",
-                "reproduced": bool(gaps[Tmax] > gaps[Tmin]),
-                "evidence": ", ".join(f"T={int(T)}: {g:+.3f}" for T, g in gaps.items()),
-            }
+    if len(hs) >= 2:
+        x = np.log2(np.array(hs, dtype=float))
+        w = (x - x.mean()) / ((x - x.mean()) ** 2).sum()  # least-squares slope weights over log2 T
+        arms = []
+        for T, wT in zip(hs, w, strict=True):
+            arms += [(float(wT), scores(f"corridor T={T}", "ppo")), (-float(wT), scores(f"corridor T={T}", "grpo"))]
+        add(
+            "PPO's lead over GRPO grows with the horizon",
+            f"slope over log2 T of PPO - GRPO (T = {', '.join(map(str, hs))}), per doubling of T",
+            arms,
         )
 
     def ablation(study, cast, algo, main_value):
@@ -367,7 +402,7 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
         d = finals[finals["study"] == study]
         if d.empty:
             return {}
-        by = {cast(v.split("=")[1]): g["final_norm"].to_numpy() for v, g in d.groupby("variant")}
+        by = {cast(v.split("=")[1]): g["final_norm"].reset_index(drop=True) for v, g in d.groupby("variant")}
         base = scores(f"corridor T={int(d['horizon'].iloc[0])}", algo)
         if len(base):
             by.setdefault(main_value, base)
@@ -376,30 +411,35 @@ def verdicts(finals: pd.DataFrame) -> list[dict]:
     by_G = ablation("group_size", int, "grpo", 8)
     if by_G:
         Gs = sorted(by_G)
-        t = welch_t(by_G[Gs[0]], by_G[Gs[-1]])
-        out.append(
-            {
-                "claim": "smaller groups do better (GRPO, same-seed groups, episodes per update fixed; "
-                "an analogue of the paper's batch-grouping finding, not its experiment)",
-                "reproduced": ahead(t),
-                "evidence": ", ".join(f"G={G}: {by_G[G].mean():.3f}" for G in Gs)
-                + f"; Welch t (G={Gs[0]} vs G={Gs[-1]}) = {t:.2f}",
-            }
+        add(
+            "smaller groups do better (GRPO, same-seed groups, episodes per update fixed; an analogue of the "
+            "paper's batch-grouping finding, not its experiment)",
+            f"GRPO G={Gs[0]} - G={Gs[-1]}",
+            [(1.0, by_G[Gs[0]]), (-1.0, by_G[Gs[-1]])],
         )
     by_g = ablation("gamma", float, "ppo", 0.99)
     if by_g:
         low = min(by_g)
-        t = min(welch_t(by_g[low], by_g[g]) for g in by_g if g != low)
-        out.append(
-            {
-                "claim": f"PPO analogue of the paper's discount finding: without early termination a "
-                f"moderate discount (gamma = {low}) is best",
-                "reproduced": ahead(t),
-                "evidence": ", ".join(f"gamma={g}: {by_g[g].mean():.3f}" for g in sorted(by_g))
-                + f"; smallest Welch t (gamma={low} vs the others) = {t:.2f}",
-            }
-        )
-    return out
+        for g in sorted(by_g):
+            if g != low:
+                add(
+                    f"PPO analogue of the paper's discount finding: without early termination a moderate "
+                    f"discount (gamma = {low}) is best",
+                    f"PPO gamma={low} - gamma={g}",
+                    [(1.0, by_g[low]), (-1.0, by_g[g])],
+                )
+    if not rows:
+        return pd.DataFrame()
+    table = verdict_table(rows)
+    table.insert(0, "finding", [f for f, _ in findings])
+
+    def reading(v, kind):
+        if kind == "tie":
+            return "not decided" if v == "undecided" else "not reproduced"
+        return {"confirmed": "reproduced", "refuted": "not reproduced"}.get(v, "not decided")
+
+    table["reading"] = [reading(v, k) for v, (_, k) in zip(table["verdict"], findings, strict=True)]
+    return table
 
 
 def _markdown(table: pd.DataFrame) -> str:
@@ -416,13 +456,13 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def write_outputs(out: str | Path, curves: pd.DataFrame, finals: pd.DataFrame, meta: dict) -> Path:
-    """Write curves.csv, finals.csv, table.md, verdicts.json and meta.json into ``out``."""
+    """Write curves.csv, finals.csv, table.md, verdicts.csv (:func:`verdicts`) and meta.json into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     curves.round(5).to_csv(out / "curves.csv", index=False)
     finals.round(5).to_csv(out / "finals.csv", index=False)
     (out / "table.md").write_text(_markdown(results_table(finals)))
-    (out / "verdicts.json").write_text(json.dumps(verdicts(finals), indent=1))
+    verdicts(finals).round(5).to_csv(out / "verdicts.csv", index=False)
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     return out
 
@@ -478,8 +518,11 @@ def main(argv=None) -> None:
     }
     out = write_outputs(a.out, curves, finals, meta)
     print((out / "table.md").read_text())
-    for v in verdicts(finals):
-        print(f"[{'reproduced' if v['reproduced'] else 'NOT reproduced'}] {v['claim']}: {v['evidence']}")
+    from rltutor.experiments.stats import describe
+
+    v = verdicts(finals)
+    for line, finding, reading in zip(describe(v), v["finding"], v["reading"], strict=True):
+        print(f"[{reading}] {finding}: {line}")
     print(f"wrote {out} in {meta['wall_seconds_this_call']} s ({n_stored} runs read back from {run_dir})")
 
 
