@@ -186,13 +186,13 @@ def test_length_bias_and_clip_higher_verdicts():
 # ---------------------------------------------------------------------------------------------- stored data
 
 
-STORED = {name: name for name in lm.EXPERIMENTS} | {
+STORED = {name: name for name in lm.EXPERIMENTS if name != "regime"} | {
     "horizon_long": "horizon",
     "horizon_long_rep": "horizon",
     "length_bias_more": "length_bias",
 }
 """stored file -> its experiment (horizon_long, horizon_long_rep: chapter 07's follow-up at L = 32, replicated;
-length_bias_more: chapter 08's twelve more seeds)"""
+length_bias_more: chapter 08's twelve more seeds); the regime pilot is stored as regime_pilot (its own test)"""
 
 
 @pytest.mark.parametrize("name", STORED)
@@ -209,6 +209,25 @@ def test_stored_records_have_enough_seeds_and_their_command(name):
     assert f"--out rltutor/data/lm/{name}.csv" in cmd
     table = lm.VERDICTS[experiment](df)
     assert len(table) and set(table["verdict"]) <= set(VERDICTS)
+
+
+@pytest.mark.parametrize("round_, name", [(1, "regime_pilot"), (2, "regime_pilot2")])
+def test_the_stored_regime_pilots_cover_their_grids_and_read_as_gains(round_, name):
+    """The regime pilots (never counted): every setting of their REGIME_PILOTS grid for each of their seeds, the
+    command beside them, and regime_table giving one training gain per setting."""
+    df = pd.read_csv(datafiles.path(f"lm/{name}.csv"))
+    g = lm.REGIME_PILOTS[round_ - 1]
+    assert df.groupby(["lr", "sft_steps", "max_operand"])["seed"].nunique().min() >= 2
+    assert len(df.groupby(["lr", "sft_steps", "max_operand"])) == len(g["lr"]) * len(g["sft_steps"]) * len(
+        g["max_operand"]
+    )
+    cmd = datafiles.path("lm/regime_pilot.cmd").read_text()
+    assert (
+        cmd.startswith("python -m rltutor.experiments.lm regime ") and "--out rltutor/data/lm/regime_pilot.csv" in cmd
+    )
+    table = lm.regime_table(df)
+    assert len(table) == len(df.groupby(["lr", "sft_steps", "max_operand"]))
+    assert table["gain"].is_monotonic_decreasing and table["s_per_update"].gt(0).all()
 
 
 def test_describe_states_the_verdict_and_the_detectable_effect():

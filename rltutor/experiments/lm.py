@@ -117,6 +117,8 @@ __all__ = [
     "aggregation_weights",
     "critic_overhead",
     "dynamic_sampling",
+    "REGIME_PILOTS",
+    "regime_table",
 ]
 
 
@@ -227,15 +229,29 @@ class Arm:
         return lm_config(self.algo, self.task, scale, seed, task_options=self.task_options, **self.overrides)
 
 
-EXPERIMENTS = ("short_task", "horizon", "length_bias", "clip_higher", "family")
-"""The experiments of chapters 06-10, by name (:func:`experiment_arms`, :func:`seed_runs`, the CLI)."""
+EXPERIMENTS = ("short_task", "horizon", "length_bias", "clip_higher", "family", "regime")
+"""The experiments of chapters 06-10, by name (:func:`experiment_arms`, :func:`seed_runs`, the CLI); ``regime``
+is a pilot (:data:`REGIME_PILOTS`), never counted in a verdict."""
 
+REGIME_PILOTS = (
+    {"lr": (3e-4, 1e-3, 3e-3), "sft_steps": (150, 400), "max_operand": (9, 19), "updates": 100},
+    {"lr": (1e-4, 3e-4, 5e-4), "sft_steps": (400, 1000), "max_operand": (19, 49), "updates": 200},
+)
+"""The regime pilots (issue 21, item 3, 2026-12-02; never counted in a verdict): GRPO on addition (an
+exact-match reward) over learning rate x warm-start steps x operand range, to find where training works (a
+gain of at least about 0.15 in reward, where the stored chapter 06, 08 and 10 runs gained 0.03-0.05 or lost
+reward) before the chapters' experiments are stated again. Round 1 (``--round 1``, stored as
+``lm/regime_pilot.csv``): at lr 1e-3 and 3e-3 GRPO's reward collapsed toward 0 within 100 updates in most
+settings, and a warm start of 400 steps already solved single-digit operands (reward 0.998: no room), so
+round 2 (``--round 2``, ``lm/regime_pilot2.csv``) looks at lr <= 5e-4, longer warm starts, wider operands and
+200 updates. Each round's table is :func:`regime_table`."""
 COLUMNS = {
     "short_task": ("reward", "explained_variance", "time_s"),
     "horizon": ("reward", "explained_variance", "time_s"),
     "length_bias": ("reward", "wrong_length", "response_length"),
     "clip_higher": ("reward", "entropy", "clip_frac"),
     "family": ("reward", "entropy", "clip_frac", "time_s"),
+    "regime": ("reward", "entropy", "response_length", "time_s"),
 }
 """The per-update columns :func:`seed_runs` stores for each experiment (besides algo, seed, update, tags)."""
 
@@ -282,6 +298,21 @@ def experiment_arms(name: str, scale: str | None = None, **options) -> tuple[lis
             for ch in options.get("clip_highs") or (0.2, 0.28)
         ]
         return arms, {"quick": 40, "full": 300}[sc]
+    if name == "regime":
+        g = REGIME_PILOTS[options.get("round", 1) - 1]
+        arms = [
+            Arm(
+                f"GRPO lr={lr:g} sft={sft} op={op}",
+                "grpo",
+                task_options=dict(max_operand=op),
+                overrides=dict(lr=lr, sft_steps=sft),
+                tags=dict(lr=lr, sft_steps=sft, max_operand=op),
+            )
+            for op in g["max_operand"]
+            for sft in g["sft_steps"]
+            for lr in g["lr"]
+        ]
+        return arms, {"quick": g["updates"], "full": 300}[sc]
     arms = [Arm(a, a, task_options=add19) for a in (options.get("algos") or LM_ALGOS)]
     return arms, {"quick": 25, "full": 300}[sc]
 
@@ -452,14 +483,33 @@ def family_verdicts(df: pd.DataFrame, last: int = 20, first: int = 5, reference:
     return verdict_table(rows)
 
 
+def regime_table(df: pd.DataFrame, last: int = 20, first: int = 5) -> pd.DataFrame:
+    """A regime pilot's reading (:data:`REGIME_PILOTS`; a pilot, not a test): per setting, GRPO's training gain
+    in reward (:func:`rltutor.experiments.stats.training_gains`, last ``last`` updates minus the first
+    ``first``), its end entropy and seconds per update, best gain first."""
+    from rltutor.experiments.stats import training_gains
+
+    by = ["lr", "sft_steps", "max_operand"]
+    gains = training_gains(df, by, "reward", last=last, first=first)
+    end = df[df["update"] > df["update"].max() - last].groupby(by)
+    extra = pd.DataFrame(
+        {
+            "entropy_end": end["entropy"].mean(),
+            "s_per_update": df.groupby([*by, "seed"])["time_s"].max().groupby(by).mean() / df["update"].max(),
+        }
+    ).reset_index()
+    return gains.merge(extra, on=by).sort_values("gain", ascending=False, ignore_index=True)
+
+
 VERDICTS = {
     "short_task": short_task_verdicts,
     "horizon": horizon_verdicts,
     "length_bias": length_bias_verdicts,
     "clip_higher": clip_higher_verdicts,
     "family": family_verdicts,
+    "regime": regime_table,
 }
-"""Each experiment's verdict function (its pre-stated tests) by name."""
+"""Each experiment's verdict function (its pre-stated tests) by name; the regime pilot's is its table."""
 
 
 def short_task(scale: str | None = None, seed: int = 0, steps: int | None = None):
@@ -633,12 +683,19 @@ def main(argv: list[str] | None = None) -> int:
         "--updates", type=int, default=None, help="updates per run (default: the experiment's at this scale)"
     )
     ap.add_argument("--lengths", type=int, nargs="+", default=None, help="horizon: the completion lengths L")
+    ap.add_argument(
+        "--round", type=int, default=None, choices=range(1, len(REGIME_PILOTS) + 1), help="regime: pilot round"
+    )
     ap.add_argument("--workers", type=int, default=2, help="processes (each uses one thread)")
     ap.add_argument("--run-dir", default=None, help="one file per run, read back if there (default: runs/lm/NAME)")
     ap.add_argument("--out", required=True, help="CSV path for the per-update records; FILE.cmd gets the command")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     options = {"lengths": args.lengths} if args.lengths else {}
+    if args.round is not None:
+        if args.experiment != "regime":
+            ap.error(f"--round is the regime pilot's option, not {args.experiment}'s")
+        options["round"] = args.round
     run_dir = args.run_dir or os.path.join("runs", "lm", args.experiment)
     df = seed_runs(args.experiment, args.seeds, args.scale, args.updates, args.workers, run_dir, **options)
     store_records(df, args.out, "rltutor.experiments.lm", argv or sys.argv[1:])
