@@ -242,8 +242,10 @@ def test_describe_states_the_verdict_and_the_detectable_effect():
     assert second.endswith("confirmed")
 
 
-def test_store_records_writes_the_csv_and_the_command_beside_it(tmp_path):
+def test_store_records_writes_the_csv_and_the_command_beside_it(tmp_path, monkeypatch):
     from rltutor.experiments.runs import store_records
+
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
 
     df = pd.DataFrame({"seed": [0, 1], "reward": [0.123456789, 0.5]})
     out = tmp_path / "new" / "lab.csv"
@@ -251,3 +253,6 @@ def test_store_records_writes_the_csv_and_the_command_beside_it(tmp_path):
     assert pd.read_csv(out)["reward"].tolist() == [0.12346, 0.5]  # 5 significant digits
     assert (tmp_path / "new" / "lab.cmd").read_text() == cmd + "\n"
     assert cmd == "python -m rltutor.experiments.lm horizon --out 'my file.csv'"
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # another kernel: the command says so
+    cmd = store_records(df, str(out), "rltutor.experiments.lm", ["horizon"])
+    assert cmd == "ATEN_CPU_CAPABILITY=default python -m rltutor.experiments.lm horizon"

@@ -158,12 +158,19 @@ def trained_frame(trainer, updates: int, columns, **labels) -> pd.DataFrame:
     return df
 
 
+KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY",)
+"""Environment variables that change which CPU kernels PyTorch runs (and so a run's numbers after some updates)."""
+
+
 def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> str:
     """Write ``df`` to ``out`` (CSV, 5 significant digits) and ``python -m MODULE ARGV`` to ``out``'s ``.cmd``
-    beside it, so that a stored result names the command that reproduces it. Returns the command."""
+    beside it, so that a stored result names the command that reproduces it; the environment variables that
+    choose PyTorch's CPU kernels (:data:`KERNEL_VARIABLES`), where set, lead the command, since another kernel
+    gives other numbers. Returns the command."""
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     df.to_csv(out, index=False, float_format="%.5g")
-    cmd = f"python -m {module} " + " ".join(shlex.quote(a) for a in argv)
+    env = "".join(f"{k}={shlex.quote(os.environ[k])} " for k in KERNEL_VARIABLES if os.environ.get(k))
+    cmd = env + f"python -m {module} " + " ".join(shlex.quote(a) for a in argv)
     with open(os.path.splitext(out)[0] + ".cmd", "w") as f:
         f.write(cmd + "\n")
     return cmd
