@@ -312,6 +312,10 @@ class Config:
     """clip the global gradient norm to this (None: no clipping)"""
     target_kl: float | None = None
     """stop the epochs of an update early once an epoch's mean approx KL exceeds this"""
+    critic_warmup: int = 0
+    """batches of the starting policy on which the critic alone is fitted before the first update, ``epochs`` x
+    ``minibatches`` value-loss steps each (value pretraining, as VC-PPO and VAPO do; 0: none). The policy does
+    not change; the batches' environment steps count toward the budget. Needs ``critic=True``"""
     eval_every: int = 10
     """updates between held-out evaluations (the collector's ``evaluate``: greedy accuracy for token
     tasks, nothing for vector environments), also after the first update; 0: never"""
@@ -351,6 +355,11 @@ class Config:
             raise ValueError(
                 f"the {self.estimator!r} estimator scores complete episodes in groups; set "
                 f"rollout='episodes' (got rollout={self.rollout!r})"
+            )
+        if self.critic_warmup and not self.critic:
+            raise ValueError(
+                f"critic_warmup={self.critic_warmup} fits a critic before training, but critic=False: set "
+                "critic=True (PPO) or critic_warmup=0"
             )
         if self.estimator == "gae" and not self.critic:
             raise ValueError(
@@ -497,6 +506,7 @@ class Config:
         check_int("seed", self.seed, 0, MAX_SEED, "torch's generators take a signed 64-bit seed")
         check_int("sft_steps", self.sft_steps, 0)
         check_int("eval_every", self.eval_every, 0)
+        check_int("critic_warmup", self.critic_warmup, 0)
         if self.torch_threads is not None:
             check_int("torch_threads", self.torch_threads, 1)
         if self.overlong_buffer is not None:

@@ -13,7 +13,8 @@ collector it asks for::
     cfg = make_config("grpo", env="corridor", env_options={"horizon": 200}, total_steps=50_000)
     history = Trainer(cfg).train()          # a pandas DataFrame, one row per update
 
-One update (:meth:`Trainer.update`), with the paper's symbols:
+One update (:meth:`Trainer.update`), with the paper's symbols (before the first, with ``critic_warmup``, the
+critic alone is fitted on batches of the starting policy: :meth:`Trainer.warm_up_critic`):
 
 1. (optional, DAPO) dynamic sampling: drop every group whose scores are all equal; its advantages
    would be 0 and it would only dilute the batch. DAPO also *refills* the batch with live groups from
@@ -206,6 +207,7 @@ class Trainer:
         # (see _lr); a new budget moves the anchor to the present, never raising the lr.
         self.lr_anchor_steps, self.lr_anchor, self.lr_horizon = 0, config.lr, config.total_steps
         self.last_saved: tuple[int, int] | None = None  # (update_idx, env_steps) of the last save()
+        self.warmup_history: list[dict] = []  # one dict per critic warm-up batch (warm_up_critic)
 
     # ------------------------------------------------------------------------------------------
     # One update
@@ -430,8 +432,80 @@ class Trainer:
             return 0.0
         return self.lr_anchor * max(0.0, 1.0 - (steps - self.lr_anchor_steps) / span)
 
+    def warm_up_critic(self) -> list[dict]:
+        """Value pretraining before the first update (``critic_warmup`` batches; VC-PPO, Yuan et al. 2025,
+        arXiv:2503.01491, and VAPO fit the value model on the initial policy's rollouts before PPO starts, so
+        that the first advantages are not those of an untrained V).
+
+        For each batch of the starting policy: the return-to-go R_t (``gamma``) is the target, the critic's
+        values at collection give the explained variance *before* this batch is fitted (a held-out reading of
+        how good V is), then ``epochs`` x ``minibatches`` steps of its own Adam on the value loss
+        1/2 (V - R)^2 (token mean), moving only the policy's ``critic_parameters()``: a separate critic, or a
+        value head over the actor's frozen trunk. The policy does not change; the env steps count toward the
+        budget. Returns (and keeps in ``warmup_history``) one dict per batch."""
+        c = self.config
+        if not hasattr(self.policy, "critic_parameters"):
+            raise ValueError(
+                f"critic_warmup needs a policy with critic_parameters() (the package's MLP and language-model "
+                f"policies have it), got {type(self.policy).__name__}; set critic_warmup=0"
+            )
+        params = self.policy.critic_parameters()
+        if not params:
+            raise ValueError("critic_warmup needs a critic, and this policy has none; set critic_warmup=0")
+        critic = {id(p) for p in params}
+        frozen = [p for p in self.policy.parameters() if id(p) not in critic and p.requires_grad]
+        for p in frozen:
+            p.requires_grad_(False)  # the actor's weights (and a head's shared trunk) stay as they are
+        opt = torch.optim.Adam(params, lr=c.lr, eps=1e-5)
+        rows = []
+        try:
+            for i in range(c.critic_warmup):
+                self.policy.eval()
+                batch, info = self.collector.collect(self.policy, self.generator)
+                self.policy.train()
+                self.env_steps += int(info["env_steps"])
+                batch = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+                mask = batch["mask"]
+                returns = discounted_returns(batch["rewards"], mask, c.gamma)  # R_t, the value target
+                row = {"batch": i + 1, "env_steps": self.env_steps}
+                if "values" in batch:
+                    row["explained_variance"] = explained_variance(batch["values"], returns, mask)
+                B = mask.shape[0]
+                mb_size = math.ceil(B / c.minibatches)
+                losses = []
+                for _epoch in range(c.epochs):
+                    perm = torch.randperm(B, generator=self.generator).to(self.device)
+                    for start in range(0, B, mb_size):
+                        idx = perm[start : start + mb_size]
+                        mb = {
+                            k: v[idx] if isinstance(v, torch.Tensor) and v.shape[:1] == (B,) else v
+                            for k, v in batch.items()
+                        }
+                        if mb["mask"].sum() < 1:
+                            continue
+                        values = self.policy.evaluate(mb)["values"]
+                        vl = value_loss(values, values.detach(), returns[idx], mb["mask"], clip=None)
+                        if not torch.isfinite(vl):
+                            raise FloatingPointError(
+                                f"critic warm-up batch {i + 1}: the value loss is {vl.item()}; try a lower lr"
+                            )
+                        opt.zero_grad(set_to_none=True)
+                        vl.backward()
+                        if c.max_grad_norm is not None:
+                            torch.nn.utils.clip_grad_norm_(params, c.max_grad_norm)
+                        opt.step()
+                        losses.append(vl.item())
+                row["value_loss"] = float(np.mean(losses)) if losses else float("nan")
+                rows.append(row)
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+        self.warmup_history.extend(rows)
+        return rows
+
     def step(self) -> dict:
-        """Collect one batch, update once, append and return the metrics.
+        """Collect one batch, update once, append and return the metrics. Before the first update, with
+        ``critic_warmup``, the critic is fitted first (:meth:`warm_up_critic`).
 
         A collector whose batch size depends on the policy (an agent's: its episodes' turns and commands
         grow as it learns) takes ``max_steps``, the env steps left before the budget (:meth:`train`'s, else
@@ -439,6 +513,8 @@ class Trainer:
         one round, instead of one batch of any size."""
         c = self.config
         t0 = time.perf_counter()
+        if c.critic_warmup and self.update_idx == 0 and not self.warmup_history:
+            self.warm_up_critic()
         lr = self._lr()
         for g in self.optimizer.param_groups:
             g["lr"] = lr  # linear annealing: lr_k = lr_0 * (1 - steps / total_steps)

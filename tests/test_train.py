@@ -436,3 +436,85 @@ def test_bad_checkpoint_every_and_bool_settings_are_refused(tmp_path):
         make_config("ppo", anneal_lr="false")
     with pytest.raises(ValueError, match="hidden"):
         make_config("ppo", hidden=64)
+
+
+@pytest.mark.parametrize("critic_kind", ["head", "separate"])
+def test_critic_warmup_fits_the_critic_alone_and_leaves_the_policy_unchanged(critic_kind):
+    """Value pretraining (critic_warmup): the actor's log-probs on a fixed batch do not move, the critic's
+    values do, and the warm-up's env steps count toward the budget."""
+    from rltutor.experiments.lm import lm_config
+
+    cfg = lm_config(
+        "ppo",
+        "addition",
+        "quick",
+        seed=0,
+        task_options=dict(max_operand=19),
+        critic_kind=critic_kind,
+        sft_steps=30,
+        critic_warmup=6,
+    )
+    t = Trainer(cfg)
+    probe, _ = t.collector.collect(t.policy, torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        before = t.policy.evaluate(probe)
+    rows = t.warm_up_critic()
+    with torch.no_grad():
+        after = t.policy.evaluate(probe)
+    assert torch.equal(before["logp"], after["logp"]) and torch.equal(before["entropy"], after["entropy"])
+    assert not torch.equal(before["values"], after["values"])
+    assert [r["batch"] for r in rows] == list(range(1, 7)) and t.env_steps == rows[-1]["env_steps"] > 0
+    assert all(p.requires_grad for p in t.policy.parameters())  # the actor is trainable again
+    assert rows[0]["explained_variance"] == 0.0  # the untrained head and critic start at V = 0
+    row = t.step()  # the warm-up ran once, before the first update; step() does not repeat it
+    assert len(t.warmup_history) == 6 and row["update"] == 1
+
+
+def test_critic_warmup_needs_a_critic():
+    with pytest.raises(ValueError, match="critic_warmup=2 fits a critic before training, but critic=False"):
+        make_config("grpo", env="corridor", critic_warmup=2)
+    with pytest.raises(ValueError, match="critic_warmup"):
+        make_config("ppo", env="corridor", critic_warmup=-1)
+
+
+def test_critic_warmup_on_an_mlp_moves_only_the_critic():
+    cfg = make_config("ppo", env="corridor", env_options={"horizon": 8}, seed=0, total_steps=4096, critic_warmup=2)
+    t = Trainer(cfg)
+    actor = {k: v.clone() for k, v in t.policy.state_dict().items() if k.startswith("actor")}
+    critic = {k: v.clone() for k, v in t.policy.state_dict().items() if k.startswith("critic")}
+    t.warm_up_critic()
+    now = t.policy.state_dict()
+    assert all(torch.equal(v, now[k]) for k, v in actor.items())
+    assert any(not torch.equal(v, now[k]) for k, v in critic.items())
+
+
+def test_critic_warmup_moves_v_toward_the_mean_reward():
+    """From V = 0, six warm-up batches bring the critic's mean value on a held-out batch toward that batch's
+    mean reward: the median over 3 seeds of |mean V - mean R| / mean R is below 0.9 (measured 0.32-0.79
+    over 6 seeds, both critic kinds, AVX-512 and default kernels; 1.0 would be no movement at all). That it
+    learns more than the mean was not found at this scale: on held-out batches its explained variance stayed
+    within about 0.2 of 0 for up to 16 batches at lr up to 3e-3 (measured 2026-12-02)."""
+    from rltutor.experiments.lm import lm_config
+
+    for kind in ("head", "separate"):
+        errors = []
+        for seed in range(3):
+            cfg = lm_config(
+                "ppo",
+                "addition",
+                "quick",
+                seed=seed,
+                task_options=dict(max_operand=19),
+                critic_kind=kind,
+                sft_steps=30,
+                critic_warmup=6,
+            )
+            t = Trainer(cfg)
+            probe, _ = t.collector.collect(t.policy, torch.Generator().manual_seed(5))
+            m = probe["mask"]
+            mean_r = float((probe["rewards"] * m).sum(1).mean())
+            t.warm_up_critic()
+            with torch.no_grad():
+                v = t.policy.evaluate(probe)["values"]
+            errors.append(abs(float((v * m).sum() / m.sum()) - mean_r) / mean_r)
+        assert statistics.median(errors) < 0.9, (kind, errors)

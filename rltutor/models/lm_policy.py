@@ -237,6 +237,16 @@ class LMPolicy(nn.Module):
             pad_id=pad_id,
         )
 
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """The parameters that only the value function uses: the value head (``"head"``: the trunk is the
+        actor's, so fitting the head alone leaves the policy as it is) or the whole separate critic; none
+        without a critic. The trainer's critic warm-up fits these alone."""
+        if self.critic is not None:
+            return list(self.critic.parameters())
+        if self.critic_kind == "head":
+            return list(self.model.value_head.parameters())
+        return []
+
     def evaluate(self, batch: dict) -> dict:
         """log pi_theta (B, T), entropy (B, T) and values (B, T) or None for the stored completions."""
         for key in ("tokens", "prompt_len", "actions"):

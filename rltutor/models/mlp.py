@@ -89,6 +89,14 @@ class MLPActorCritic(nn.Module):
         hc = h if self.shared else self.critic_trunk(obs)
         return logits, self.critic_head(hc).squeeze(-1)
 
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """The parameters that only the value function uses: its head, and its trunk unless it is shared with
+        the actor (fitting these alone leaves the policy as it is); none without a critic."""
+        if not self.has_critic:
+            return []
+        trunk = [] if self.shared else list(self.critic_trunk.parameters())
+        return trunk + list(self.critic_head.parameters())
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(s) for obs (..., obs_dim) -> (...). Only for policies with a critic."""
         if not self.has_critic:
