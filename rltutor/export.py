@@ -382,6 +382,15 @@ def _common(ex: _Builder) -> None:
         ex.note(
             "no critic: the value settings are unused", "vf_coef", "vf_clip", *(("critic_kind",) * (c.model == "gpt"))
         )
+    if c.critic_warmup == 0:
+        ex.note("no critic warm-up, as each target's default", "critic_warmup")
+    elif ex.target == "verl":  # ray_trainer: the actor updates only once critic_warmup <= global_steps
+        ex.set("trainer.critic_warmup", c.critic_warmup, "critic_warmup")
+        ex.note("verl's first critic_warmup training steps update the critic alone", "critic_warmup")
+    elif ex.target == "slime":
+        ex.set("--num-critic-only-steps", c.critic_warmup, "critic_warmup")
+    else:
+        ex.no("fitting the critic alone before training: TRL's trainers have no such phase", "critic_warmup")
     if c.estimator not in ("gae", "reinforce", "reinforce_pp"):
         ex.note(f"the {c.estimator!r} estimator scores whole completions: no discount", "gamma")
     if c.estimator != "gae":

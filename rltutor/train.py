@@ -73,8 +73,9 @@ Implementation details (numbered as in CleanRL's docs, "The 37 Implementation De
    ``distill_loss`` (with ``opd_loss``); ``rows``, ``epochs_run``, ``lr`` and ``time_s`` (wall time);
    then whatever the collector reports in ``info["metrics"]`` (for token tasks: ``score``,
    ``accuracy``, ``response_length``, ``sample_entropy``, ``wrong_length``, ``truncated``,
-   ``sample_time``, ``draws``) and, every ``eval_every`` updates, its held-out ``evaluate`` metrics
-   (``greedy_accuracy``). Each row leaves through ``history`` (and ``metrics.csv`` on the command line).
+   ``distinct_correct``, ``pass_at_1`` ... ``pass_at_G``, ``sample_time``, ``draws``) and, every
+   ``eval_every`` updates, its held-out ``evaluate`` metrics (``greedy_accuracy``). Each row leaves through
+   ``history`` (and ``metrics.csv`` on the command line).
 
 Deviations: for vector environments DAPO's dynamic sampling only drops dead groups (the batch
 shrinks); token tasks refill (see 1). The value loss always uses token-mean (see 3). Unlike

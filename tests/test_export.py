@@ -116,6 +116,15 @@ def test_off_switches_the_target_lacks_become_bounds_that_never_bind():
     assert kw["actor_rollout_ref.actor.clip_ratio_c"] == 3.0 and kw["critic.cliprange_value"] == 0.2
 
 
+def test_a_critic_warmup_maps_to_verls_and_slimes_critic_only_steps():
+    """verl's trainer.critic_warmup and slime's --num-critic-only-steps: the first steps update the critic alone."""
+    c = resolve("ppo", "addition", "quick", sets={"critic_warmup": 3})
+    assert export(c, "verl").kwargs()["trainer.critic_warmup"] == 3
+    assert export(c, "slime").kwargs()["--num-critic-only-steps"] == 3
+    off = export(CONFIGS["ppo-addition"], "verl").kwargs()
+    assert "trainer.critic_warmup" not in off
+
+
 def test_kl_goes_where_the_run_puts_it():
     loss, reward = CONFIGS["grpo-kl-loss"], CONFIGS["ppo-kl-reward"]
     v = export(loss, "verl").kwargs()

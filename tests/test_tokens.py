@@ -80,3 +80,66 @@ def test_bad_input():
         SequenceTask(reward="partial")
     with pytest.raises(ValueError, match="overlong buffer"):
         overlong_penalty(torch.ones(2), max_len=8, buffer=0)
+
+
+def test_pairs_task_has_every_correct_pair_and_a_diverse_warm_start():
+    import itertools
+
+    from rltutor.envs.tokens import PairsTask, decode, encode
+
+    task = PairsTask()
+    for n in range(19):
+        prompt = torch.tensor(encode(f"{n:02d}="))
+        want = sorted(f"{a}{b}" for a, b in itertools.product(range(10), repeat=2) if a + b == n)
+        assert task.answers(prompt) == want and len(want) == (n + 1 if n <= 9 else 19 - n)
+        assert all(task.score(prompt, encode(x)) == 1.0 for x in want)
+        assert task.score(prompt, encode("99" if n != 18 else "00")) == 0.0
+    tokens, mask = task.sft_batch(2000, torch.Generator().manual_seed(0))
+    nine = [decode(t[3:5]) for t in tokens if decode(t[:3]) == "09="]
+    assert set(nine) == set(task.answers(torch.tensor(encode("09="))))  # all 10 answers shown, not one
+    assert mask.shape == (2000, 5) and mask[:, 2:].eq(1).all() and mask[:, :2].eq(0).all()
+    with pytest.raises(ValueError, match="max_sum"):
+        PairsTask(max_sum=19)
+
+
+def test_pass_at_k_is_the_chance_that_k_of_n_samples_hold_a_correct_one():
+    import itertools
+    import math
+
+    from rltutor.rollout.tokens import pass_at_k
+
+    for n, c in ((8, 0), (8, 1), (8, 3), (5, 5)):
+        pool = [1] * c + [0] * (n - c)
+        for k in range(1, n + 1):
+            subsets = list(itertools.combinations(pool, k))
+            assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / math.comb(n, k))
+    with pytest.raises(ValueError, match="1 <= k <= n"):
+        pass_at_k(4, 1, 5)
+
+
+def test_group_diversity_counts_distinct_correct_answers_per_prompt():
+    from rltutor.envs.tokens import EOS, PAD, encode
+    from rltutor.rollout.tokens import group_diversity
+
+    def row(text):
+        ids = encode(text) + [EOS]
+        return ids + [PAD] * (4 - len(ids))
+
+    # prompt 1: three correct, two of them the same answer; prompt 2: none correct
+    responses = torch.tensor([row("16"), row("16"), row("25"), row("99"), row("9"), row("88"), row("1"), row("")])
+    correct = torch.tensor([True, True, True, False, False, False, False, False])
+    d = group_diversity(responses, correct, G=4)
+    assert d["distinct_correct"] == pytest.approx((2 + 0) / 2)
+    assert d["pass_at_1"] == pytest.approx((3 / 4 + 0) / 2) and d["pass_at_4"] == pytest.approx(0.5)
+    assert set(d) == {"distinct_correct", "pass_at_1", "pass_at_2", "pass_at_4"}
+
+
+def test_a_run_on_the_pairs_task_logs_its_diversity():
+    from rltutor.experiments.lm import lm_config, run_lm
+    from rltutor.train import Trainer
+
+    t = Trainer(lm_config("grpo", "pairs", "quick", seed=0, sft_steps=20))
+    row = t.step()
+    assert 0 <= row["distinct_correct"] <= 8 and 0 <= row["pass_at_1"] <= row["pass_at_8"] <= 1
+    assert row["pass_at_1"] == pytest.approx(row["accuracy"])
+    assert len(run_lm(lm_config("grpo", "pairs", "quick", seed=0, sft_steps=20), 1)) == 1

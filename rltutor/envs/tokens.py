@@ -11,7 +11,11 @@ rule a program can check, the way math answers or unit tests are checked in real
   (``reward="fraction"``) or 1 only if all are (``reward="exact"``). Extra tokens before the end
   count against it, so the length must be right too.
 
-Both give :meth:`TokenTask.target` (the correct completion) for the supervised warm start (SFT), and
+* :class:`PairsTask` (several right answers): ``"07="`` -> any two digits summing to 7 (``"16"``, ``"43"``...),
+  then end-of-sequence; reward 1 for a correct pair. It is where a policy's *diversity* can be measured: how
+  many of a prompt's correct answers it still finds (chapter 9).
+
+Each gives :meth:`TokenTask.target` (a correct completion) for the supervised warm start (SFT), and
 :func:`overlong_penalty` is DAPO's soft overlong reward shaping.
 
 One character is one token; :data:`VOCAB` lists them. Token 0 is padding, token 1 ends a completion.
@@ -218,7 +222,61 @@ class SequenceTask(TokenTask):
         return right / max(self.L, len(completion))
 
 
-TASKS = {"addition": AdditionTask, "sequence": SequenceTask}
+class PairsTask(TokenTask):
+    """``"07="`` -> any two digits that sum to the number, then EOS (``"16"``, ``"52"``, ``"70"``...): a task with
+    several correct answers per prompt (``N + 1`` for N <= 9, ``19 - N`` above), so that a policy can keep
+    finding many of them or collapse onto one. Reward 1 for a correct pair, 0 otherwise. The warm start
+    (:meth:`sft_batch`) shows a correct pair drawn uniformly for each prompt, so it starts diverse; the
+    collector's ``distinct_correct`` and ``pass_at_k`` metrics measure what RL keeps of that (chapter 9)."""
+
+    name = "pairs"
+
+    def __init__(self, max_sum: int = 18, max_new_tokens: int = 4):
+        if not isinstance(max_sum, int) or not 1 <= max_sum <= 18:
+            raise ValueError(f"max_sum must be an integer in [1, 18] (two digits sum to at most 18), got {max_sum!r}")
+        if not isinstance(max_new_tokens, int) or max_new_tokens < 3:
+            raise ValueError(f"max_new_tokens={max_new_tokens!r} leaves no room for two digits and EOS; use >= 3")
+        self.max_sum, self.max_new_tokens, self.prompt_len = max_sum, max_new_tokens, 3
+
+    def sample_prompts(self, n, generator=None):
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"number of prompts must be a positive integer, got {n!r}")
+        return torch.tensor([encode(f"{x:02d}=") for x in _randint(self.max_sum + 1, n, generator).tolist()])
+
+    def answers(self, prompt) -> list[str]:
+        """Every correct answer of one prompt, in order."""
+        n = int(decode(prompt).rstrip("="))
+        return [f"{a}{n - a}" for a in range(10) if 0 <= n - a <= 9]
+
+    def target(self, prompt):
+        return encode(self.answers(prompt)[0]) + [EOS]  # one of them (the warm start draws among all)
+
+    def score(self, prompt, completion):
+        return float(decode(completion) in self.answers(prompt))
+
+    def sft_batch(self, n, generator=None):
+        """As :meth:`TokenTask.sft_batch`, with each prompt's correct pair drawn uniformly among its answers."""
+        prompts = self.sample_prompts(n, generator)
+        tokens = torch.full((n, self.prompt_len + 3), PAD, dtype=torch.long)
+        tokens[:, : self.prompt_len] = prompts
+        loss_mask = torch.zeros(n, self.prompt_len + 2)
+        loss_mask[:, self.prompt_len - 1 :] = 1.0  # predict both digits and EOS
+        for i, p in enumerate(prompts):
+            options = self.answers(p)
+            pick = options[int(torch.randint(len(options), (1,), generator=generator))]
+            tokens[i, self.prompt_len :] = torch.tensor(encode(pick) + [EOS])
+        return tokens, loss_mask
+
+    def accuracy(self, prompts, responses):
+        """Fraction of completions that are a correct pair followed by EOS."""
+        hits = []
+        for p, r in zip(prompts.cpu(), responses.cpu(), strict=True):
+            ids = r.tolist()
+            hits.append(EOS in ids and self.score(p, ids[: ids.index(EOS)]) == 1.0)
+        return sum(hits) / len(hits)
+
+
+TASKS = {"addition": AdditionTask, "sequence": SequenceTask, "pairs": PairsTask}
 
 
 def make_task(name: str, **kwargs) -> TokenTask:

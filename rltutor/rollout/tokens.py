@@ -9,6 +9,7 @@ and ``values`` when the policy has a critic). DAPO's dynamic sampling with refil
 
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -18,7 +19,40 @@ from rltutor.envs.tokens import EOS, PAD, TokenTask, overlong_penalty
 from rltutor.models.gpt import TinyGPT
 from rltutor.models.lm_policy import LMPolicy, sample
 
-__all__ = ["LMCollector", "greedy_accuracy"]
+__all__ = ["LMCollector", "greedy_accuracy", "group_diversity", "pass_at_k"]
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k of a prompt with ``c`` correct among ``n`` samples (Chen et al. 2021, Codex):
+    1 - C(n - c, k) / C(n, k), the chance that k of the n samples, drawn without replacement, hold a correct one."""
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 1 <= k <= n, got k={k}, n={n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def group_diversity(responses: torch.Tensor, correct: torch.Tensor, G: int) -> dict[str, float]:
+    """What a batch keeps of the answers it could find, per group of the ``G`` samples of one prompt (rows in
+    order, ``G`` per prompt): ``distinct_correct``, the mean number of distinct correct completions (read up
+    to their EOS) per prompt, and ``pass_at_k`` for k = 1, 2, 4, ... up to G, the mean unbiased pass@k
+    (:func:`pass_at_k`). A collapsing policy loses distinct answers and pass@G before it loses pass@1."""
+    rows = responses.cpu().tolist()
+    ok = correct.cpu().tolist()
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= G]
+    distinct, passes = [], {k: [] for k in ks}
+    for g in range(len(rows) // G):
+        answers = set()
+        for ids, hit in zip(rows[g * G : (g + 1) * G], ok[g * G : (g + 1) * G], strict=True):
+            if hit:
+                answers.add(tuple(ids[: ids.index(EOS)] if EOS in ids else ids))
+        c = int(sum(ok[g * G : (g + 1) * G]))
+        distinct.append(len(answers))
+        for k in ks:
+            passes[k].append(pass_at_k(G, c, k))
+    out = {"distinct_correct": sum(distinct) / len(distinct) if distinct else float("nan")}
+    out.update({f"pass_at_{k}": sum(v) / len(v) for k, v in passes.items() if v})
+    return out
 
 
 def greedy_accuracy(model: TinyGPT, task: TokenTask, n: int = 256, seed: int = 1234) -> float:
@@ -161,6 +195,7 @@ class LMCollector:
         # The info describes everything sampled (every draw), the batch only the rows kept.
         score, r, lengths, responses = every["score"], every["r"], every["lengths"], every["responses"]
         correct = score >= 1.0
+        diversity = group_diversity(responses, correct, G)
         metrics = {  # logged by the trainer in its history, one value per update
             "score": float(score.mean()),
             "accuracy": float(correct.float().mean()),
@@ -171,6 +206,7 @@ class LMCollector:
             "truncated": float((~(responses == EOS).any(1)).float().mean()),
             "sample_time": sum(x["sample_time"] for x in draws),
             "draws": len(draws),
+            **diversity,
         }
         info = {
             "episode_returns": r.tolist(),
