@@ -76,7 +76,7 @@ from .shellparse import (
     opts_recursive,
     resolve,
 )
-from .toolshell_rules import ToolShellRules, toolshell_check
+from .toolshell_rules import ToolShellRules, adds_nothing, toolshell_check
 
 _B64_RE = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
 _PLAIN_OPS_RE = re.compile(r"[A-Za-z0-9_./:,=+@%^*?\[\]!|;& -]*")
@@ -159,9 +159,11 @@ class RuleFilter(BashReading, PythonRules):
             self._run(command, st)
             # 5. the second reading, the one the environment will execute; not needed for a line without
             # quotes, $, backslashes, braces or comments, where ToolShell's words are the ones read above
-            # (the first reading is then the more conservative one: see the tests of the fuzzer)
+            # (the first reading is then the more conservative one: see the tests of the fuzzer), nor for a
+            # quoted line whose command the second reading has no rule for (``adds_nothing``)
             if not st.reasons and not (plain or _PLAIN_OPS_RE.fullmatch(command)):
-                toolshell_check(command, st, self)
+                if not adds_nothing(command, st, self.max_steps):
+                    toolshell_check(command, st, self)
         except RecursionError:
             st.reasons.append("command nests too deeply to analyse")
         except TooComplex as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from .shellparse import (
     ASSIGN_RE,
     CMD_NAMES,
+    MAX_WORD_CHARS,
     ODD_BLANK_RE,
     TooComplex,
     ToolShellReading,
@@ -141,6 +142,37 @@ class ToolShellRules(ToolShellReading):
                     del st.views[saved[1] :]
         except ts.Error:
             return  # the tool refuses its options: it prints an error and reads nothing
+
+
+# The commands for which ToolShellRules.command has a rule: any other command the second reading meets
+# (``od``, ``awk``, ``eval``: ToolShell has no such tool) adds no reason.
+RULED = frozenset("cat head tail grep ls find cd curl wget sh bash python python3".split())
+
+
+def adds_nothing(command: str, st, max_steps: int) -> bool:
+    """Can the second reading of ``command`` add nothing to the first's? Asked of a line the first reading
+    read as a quoted line (``st.line_words``: one simple command quoted only with ``'..'`` and ``".."``,
+    without ``$``, backquotes or backslashes, whose words ToolShell's lexer and word expansion give
+    alike). True when its command has no rule in :meth:`ToolShellRules.command` (:data:`RULED`), or is
+    ``python -c CODE`` with CODE analysed by the first reading from the root already (the rule would skip it),
+    and reading it again cannot pass the step budget or a size cap (:class:`TooComplex` would block it)
+    and has no blank but the space (``toolshell_check`` reads such a line a second time, spaced).
+    ``RuleFilter.check`` then skips the second reading; ``tests/test_guard_verdicts.py`` runs it anyway on
+    every call of the shipped sets and the fuzzer's mutants where it is skipped, and finds nothing."""
+    words = st.line_words
+    if words is None or not (command.isascii() and command.isprintable()) or len(command) > MAX_WORD_CHARS:
+        return False
+    if st.steps + 1 + len(words) > max_steps:  # line: one step for the command, one per word
+        return False
+    i = 0
+    while i < len(words) and ASSIGN_RE.match(words[i]):  # X=1 words before the command: assignments
+        i += 1
+    if i == len(words) or words[i] not in RULED:
+        return True
+    name, args = words[i], words[i + 1 :]
+    if name in ("python", "python3"):
+        return not (len(args) >= 2 and args[0] == "-c") or (args[1], ()) in st.pycode
+    return False
 
 
 def toolshell_check(command: str, st, rf) -> None:
