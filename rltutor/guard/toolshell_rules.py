@@ -9,6 +9,8 @@ will then open: a reason is appended when one reads or lists tests/hidden or req
 
 from __future__ import annotations
 
+import re
+
 from .shellparse import (
     ASSIGN_RE,
     CMD_NAMES,
@@ -192,13 +194,14 @@ def _words_add_nothing(words: list[str], st, steps_left: int, depth: int) -> boo
     return False
 
 
+_BLANK_NOT_SPACE_RE = re.compile(r"[^\S\n ]")  # a blank that ODD_BLANK_RE.sub(" ", ..) changes
+
+
 def toolshell_check(command: str, st, rf) -> None:
     """Read ``command`` as ToolShell will execute it; append a reason to ``st`` when a tool will read or
     list tests/hidden or request the grader. A command with blanks other than space, tab and newline
     (``\\xa0``, ``\\u2003``...) is read twice, as typed and with those as spaces, whichever way the
     environment's lexer takes them."""
     ToolShellRules(st, rf).line(command, 0)
-    if not command.isascii() or ODD_BLANK_RE.search(command):
-        spaced = ODD_BLANK_RE.sub(" ", command)
-        if spaced != command and not st.reasons:
-            ToolShellRules(st, rf).line(spaced, 0)
+    if not st.reasons and _BLANK_NOT_SPACE_RE.search(command):  # else the spaced line is the line itself
+        ToolShellRules(st, rf).line(ODD_BLANK_RE.sub(" ", command), 0)
