@@ -145,3 +145,23 @@ def test_skipped_second_readings_would_find_nothing_on_100k_fuzz_mutants(script)
     skipped, bad = _skips_that_would_find(script.calls_of("fuzz100k"))
     assert bad == [], bad[:10]
     assert skipped > 10_000, skipped
+
+
+def test_adds_nothing_knows_every_command_the_second_reading_has_a_rule_for():
+    """``toolshell_rules.RULED`` must name every command ``ToolShellRules.command`` tests ``name`` against
+    (``name == "cat"``, ``name in ("sh", "bash")``): a rule added there without it would be skipped."""
+    import ast
+    import inspect
+    import textwrap
+
+    from rltutor.guard.toolshell_rules import RULED, ToolShellRules
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(ToolShellRules.command)))
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "name":
+            for right in node.comparators:
+                for c in ast.walk(right):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        named.add(c.value)
+    assert named == set(RULED)
