@@ -20,7 +20,9 @@ applies a few rules to what each command will open. :meth:`RuleFilter.check`, st
 5. read the command a second time as :mod:`rltutor.envs.toolshell` will execute it, with that
    environment's own lexer, word expansion and option parser (it differs from bash where an attacker
    can use it: ``X=a cmd $X`` assigns before expanding, ``grep -he= F``, ``curl -d URL``, a ``cd`` that
-   fails), and apply the rules to what each of its tools will open (``toolshell_rules.py``);
+   fails), and apply the rules to what each of its tools will open (``toolshell_rules.py``); not done
+   where it can add nothing: a line without quotes, ``$``, backslashes or braces, and a quoted line whose
+   command it has no rule for (:func:`~rltutor.guard.toolshell_rules.adds_nothing`);
 6. decode base64 literals anywhere in the text;
 7. score what is left: the *suspicion* (:func:`suspicion`) of the text and of everything resolved, plus
    one when a value could not be computed; the guard sends a passed call at or above its threshold to
