@@ -76,6 +76,20 @@ miss and 15-20 a mispredict, and 2 instructions a cycle otherwise (estimates, no
 that is 0.80-0.85x in cycles, as the timings show. The 20,000/s goal on obfuscated calls, shown only by the
 generated code and its shortcuts, is not met by the code the issue asks for on this machine.
 
+Less work on the same reading (2026-12-02, issue 20; callgrind as above, one pass over the 1,464 rule-decided
+obfuscated calls after a warm-up pass, b9a2265 -> this change): ``RuleFilter.check`` 159,200 -> 151,500
+instructions, ``Guard.inspect`` 165,300 -> 158,200 (0.957x), every digest of ``guard_verdicts.py`` unchanged.
+``QUOTED_LINE_RE`` reads a line without quotes as one character-class run (its matches 4,700 -> 2,600 a check);
+step 5 skips the second reading of a quoted line whose command it has no rule for or whose ``python -c`` code
+the first reading analysed (``toolshell_rules.adds_nothing``; ``tests/test_guard_verdicts.py`` reruns it on
+every skipped call) and no longer substitutes every space to find a line unchanged (17,800 -> 11,100); the
+tokenizer reads operators without a regex. What is left, each part measured alone: the ``python -c`` parse
+(``compile`` and freeing its tree) 21,200, ``suspicion`` 20,000, the tokenizer 13,800, the second reading
+11,100, ``quoted_words`` 6,600, the base64 scan 5,900. Timings interleaved with b9a2265 (``--seconds 6
+--repeats 7 --decided-only --baseline``, 13:18-13:22 UTC, load 2.6-3.2, this machine reporting AVX512):
+obfuscated 30,145 and 33,459/s against 31,117 and 29,075/s (0.97x, 1.15x): the goal is met here by both,
+and the ratio is within the machine's noise.
+
 See ``benchmarks/README.md`` (section guard_speed) for the details.
 """
 

@@ -480,14 +480,20 @@ def test_names_hidden_shortcut_agrees_with_resolving():
             assert names_hidden(p, cwd) == into_hidden(resolve(p, cwd)), (p, cwd)
 
 
-def test_operator_regex_finds_what_a_loop_over_the_operators_finds():
-    from rltutor.guard.shellparse import _OP_RE, _OPS
+def test_tokenizer_reads_the_operators_a_loop_over_them_finds():
+    from rltutor.guard.shellparse import tokenize
 
-    text = "a&&b||c;;d>>e<<f>&g<&h|i;j&k<l>m\nn(o)p 2>&1 ||| &&& >>>"
-    for i in range(len(text)):
-        first = next((op for op in _OPS if text.startswith(op, i)), None)
-        m = _OP_RE.match(text, i)
-        assert (m.group(0) if m else None) == first, i
+    ops = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")  # longest first
+    text = "a&&b||c;;d>>e<<f>&g<&h|i;j&k<l>m\nn(o)p 2>&1 ||| &&& >>> ;& <>"
+    want, i = [], 0
+    while i < len(text):
+        op = next((op for op in ops if text.startswith(op, i)), None)
+        if op is None:
+            i += 1
+        else:
+            want.append(op)
+            i += len(op)
+    assert [t for kind, t in tokenize(text) if kind == "op"] == want
 
 
 def test_double_quoted_words_keep_backslashes_that_escape_nothing():

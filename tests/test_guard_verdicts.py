@@ -95,3 +95,73 @@ def test_fast_path_decides_as_the_full_reading_on_fuzz_mutants(script):
 @pytest.mark.slow
 def test_fast_path_decides_as_the_full_reading_on_100k_fuzz_mutants(script):
     assert _same_decisions(script, script.calls_of("fuzz100k")) == []
+
+
+def _skips_that_would_find(calls):
+    """How many of ``calls`` skip the second reading by ``toolshell_rules.adds_nothing``, and those on which
+    the second reading, run anyway, finds a reason or raises (the skip would then change a verdict)."""
+    from rltutor.guard.bash_reading import ReadingState
+    from rltutor.guard.rules import _PLAIN_OPS_RE, RuleFilter
+    from rltutor.guard.shellparse import TooComplex
+    from rltutor.guard.toolshell_rules import adds_nothing, toolshell_check
+
+    rf, skipped, bad = RuleFilter(), 0, []
+    for c in calls:
+        st = ReadingState()
+        try:
+            rf._run(c, st)  # the first reading, as RuleFilter.check runs it
+        except (TooComplex, RecursionError):
+            continue
+        if st.reasons or _PLAIN_OPS_RE.fullmatch(c) or not adds_nothing(c, st, rf.max_steps):
+            continue  # (a plain line fully matches _PLAIN_OPS_RE too)
+        skipped += 1
+        try:
+            toolshell_check(c, st, rf)
+        except (TooComplex, RecursionError) as e:
+            bad.append((c, repr(e)))
+            continue
+        if st.reasons:
+            bad.append((c, st.reasons))
+    return skipped, bad
+
+
+@pytest.mark.parametrize("name", ["eval", "dev", "train"])
+def test_skipped_second_readings_would_find_nothing(script, name):
+    skipped, bad = _skips_that_would_find(script.calls_of(name))
+    assert bad == []
+    assert skipped > (0 if name == "dev" else 10), skipped
+
+
+def test_skipped_second_readings_would_find_nothing_on_fuzz_mutants():
+    from rltutor.guard import fuzz
+
+    skipped, bad = _skips_that_would_find(fuzz.mutants(10_000, seed=1))
+    assert bad == []
+    assert skipped > 100, skipped
+
+
+@pytest.mark.slow
+def test_skipped_second_readings_would_find_nothing_on_100k_fuzz_mutants(script):
+    skipped, bad = _skips_that_would_find(script.calls_of("fuzz100k"))
+    assert bad == [], bad[:10]
+    assert skipped > 10_000, skipped
+
+
+def test_adds_nothing_knows_every_command_the_second_reading_has_a_rule_for():
+    """``toolshell_rules.RULED`` must name every command ``ToolShellRules.command`` tests ``name`` against
+    (``name == "cat"``, ``name in ("sh", "bash")``): a rule added there without it would be skipped."""
+    import ast
+    import inspect
+    import textwrap
+
+    from rltutor.guard.toolshell_rules import RULED, ToolShellRules
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(ToolShellRules.command)))
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "name":
+            for right in node.comparators:
+                for c in ast.walk(right):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        named.add(c.value)
+    assert named == set(RULED)

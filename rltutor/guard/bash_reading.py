@@ -30,7 +30,7 @@ from .shellparse import (
 class ReadingState:
     """What one check has read so far: working directory, variables, reasons, views, work done."""
 
-    __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown", "steps", "pycode")
+    __slots__ = ("cwd", "vars", "reasons", "views", "depth", "unknown", "steps", "pycode", "line_words")
 
     def __init__(self):
         self.cwd: tuple[str, ...] = ()
@@ -41,6 +41,7 @@ class ReadingState:
         self.unknown = 0  # things the filter could not resolve
         self.steps = 0  # work done, against RuleFilter.max_steps
         self.pycode: set[tuple[str, tuple[str, ...]]] = set()  # (code, cwd) of the python -c analysed
+        self.line_words: list[str] | None = None  # the words of the checked line, if it is a quoted line
 
 
 class BashReading:
@@ -69,7 +70,10 @@ class BashReading:
             # runs as the command "X=asse", would be settled; four judge scores move by at most 0.08).
             # No attack needs it; it stays because issue 20 keeps every verdict. Deleting these four lines,
             # with new digests, is a decision to take on its own.
-            out = self._pipeline([(quoted_words(command), [])], st, stdin)
+            words = quoted_words(command)
+            if st.depth == 1:  # the line being checked (not one inside it): step 5 looks at its words
+                st.line_words = words
+            out = self._pipeline([(words, [])], st, stdin)
             st.depth -= 1
             return out
         out: str | None = None

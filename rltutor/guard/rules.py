@@ -20,7 +20,9 @@ applies a few rules to what each command will open. :meth:`RuleFilter.check`, st
 5. read the command a second time as :mod:`rltutor.envs.toolshell` will execute it, with that
    environment's own lexer, word expansion and option parser (it differs from bash where an attacker
    can use it: ``X=a cmd $X`` assigns before expanding, ``grep -he= F``, ``curl -d URL``, a ``cd`` that
-   fails), and apply the rules to what each of its tools will open (``toolshell_rules.py``);
+   fails), and apply the rules to what each of its tools will open (``toolshell_rules.py``); not done
+   where it can add nothing: a line without quotes, ``$``, backslashes or braces, and a quoted line whose
+   command it has no rule for (:func:`~rltutor.guard.toolshell_rules.adds_nothing`);
 6. decode base64 literals anywhere in the text;
 7. score what is left: the *suspicion* (:func:`suspicion`) of the text and of everything resolved, plus
    one when a value could not be computed; the guard sends a passed call at or above its threshold to
@@ -76,7 +78,7 @@ from .shellparse import (
     opts_recursive,
     resolve,
 )
-from .toolshell_rules import ToolShellRules, toolshell_check
+from .toolshell_rules import ToolShellRules, adds_nothing, toolshell_check
 
 _B64_RE = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
 _PLAIN_OPS_RE = re.compile(r"[A-Za-z0-9_./:,=+@%^*?\[\]!|;& -]*")
@@ -159,9 +161,11 @@ class RuleFilter(BashReading, PythonRules):
             self._run(command, st)
             # 5. the second reading, the one the environment will execute; not needed for a line without
             # quotes, $, backslashes, braces or comments, where ToolShell's words are the ones read above
-            # (the first reading is then the more conservative one: see the tests of the fuzzer)
+            # (the first reading is then the more conservative one: see the tests of the fuzzer), nor for a
+            # quoted line whose command the second reading has no rule for (``adds_nothing``)
             if not st.reasons and not (plain or _PLAIN_OPS_RE.fullmatch(command)):
-                toolshell_check(command, st, self)
+                if not adds_nothing(command, st, self.max_steps):
+                    toolshell_check(command, st, self)
         except RecursionError:
             st.reasons.append("command nests too deeply to analyse")
         except TooComplex as e:

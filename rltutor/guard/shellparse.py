@@ -230,12 +230,10 @@ def b64(s: str) -> str | None:
 _OP_CHARS = frozenset("&|;<>()\n")
 _BARE_RE = re.compile(r"([^ \t\\'\"$`|;&<>()\n#]+)[ \t]*")  # a run of ordinary characters, the blanks after it
 _DQ_RUN_RE = re.compile(r'[^"\\$`]+')  # inside double quotes: no quote, backslash, $ or backquote
-_OPS = ("&&", "||", ";;", ">>", "<<", ">&", "<&", "|", ";", "&", "<", ">", "\n", "(", ")")
-_OP_RE = re.compile("|".join(re.escape(op) for op in _OPS))  # alternatives tried in _OPS order
+_TWO_CHAR_OPS = frozenset(("&&", "||", ";;", ">>", "<<", ">&", "<&"))  # read before the one-character ones
 _SUB_STOP_RE = re.compile(r"[()']")
 _TOK_SPECIAL = frozenset(" \t#\\'\"$`") | _OP_CHARS  # characters that end a run of ordinary ones
 _ANSI_C_RE = re.compile(r"(?:[^'\\]+|\\.|\\\Z)*", re.S)  # the body of $'...'
-assert all(op in _OPS for op in _OP_CHARS)  # so _OP_RE matches at every operator character
 
 
 def _read_sub(s: str, j: int) -> tuple[str, int]:
@@ -363,8 +361,9 @@ def tokenize(s: str) -> list:
             word.append(("sub", s[i + 1 : k]))
             i = k + 1
         else:  # an operator character
-            m = _OP_RE.match(s, i)  # the first of _OPS that starts here, as a loop over _OPS would find
-            op = m.group(0)
+            op = s[i : i + 2]  # a two-character operator (&&, >>, ..), else the character itself
+            if op not in _TWO_CHAR_OPS:
+                op = c
             if (
                 op in ("<", ">", ">>", ">&", "<&")
                 and word
@@ -445,8 +444,11 @@ _RECUR_RE = re.compile(r"^-[a-zA-Z]*[rRa]")
 _ECHO_FLAGS_RE = re.compile(r"^-[neE]+$")
 _PRINTF_RE = re.compile(r"%[sdb]")
 # One simple command quoted only with '..' or "..": outside quotes no operator, $, backquote, backslash,
-# "#" or "{"; inside "..." no $, backquote or backslash; every quote closed (see quoted_words).
-QUOTED_LINE_RE = re.compile(r"""(?:[^ \t'"\\$`|;&<>()\n#{]++|'[^']*+'|"[^"\\$`]*+"|[ \t]++)*+""")
+# "#" or "{"; inside "..." no $, backquote or backslash; every quote closed (see quoted_words). Written as
+# "text, then any number of (a quoted piece, then text)", where text is blanks and word characters alike: a
+# line without quotes is then one run of a character class, which the regex engine scans fastest.
+_OUTSIDE = r"""[^'"\\$`|;&<>()\n#{]*+"""  # what may stand outside quotes, blanks included
+QUOTED_LINE_RE = re.compile(rf"""{_OUTSIDE}(?:(?:'[^']*+'|"[^"\\$`]*+"){_OUTSIDE})*+""")
 _QWORD_RE = re.compile(r"""(?:[^ \t'"]++|'[^']*+'|"[^"]*+")++""")  # the words of such a line
 _UNQUOTE_RE = re.compile("'([^']*)'|\"([^\"]*)\"")  # a quoted piece of such a word
 

@@ -9,13 +9,19 @@ will then open: a reason is appended when one reads or lists tests/hidden or req
 
 from __future__ import annotations
 
+import re
+
 from .shellparse import (
     ASSIGN_RE,
     CMD_NAMES,
+    MAX_WORD_CHARS,
     ODD_BLANK_RE,
+    QUOTED_LINE_RE,
     TooComplex,
     ToolShellReading,
     py_touches_nothing,
+    quoted_words,
+    toolshell,
     ts_comps,
     ts_hidden,
 )
@@ -143,13 +149,59 @@ class ToolShellRules(ToolShellReading):
             return  # the tool refuses its options: it prints an error and reads nothing
 
 
+# The commands for which ToolShellRules.command has a rule: any other command the second reading meets
+# (``od``, ``awk``, ``eval``: ToolShell has no such tool) adds no reason.
+RULED = frozenset("cat head tail grep ls find cd curl wget sh bash python python3".split())
+
+
+def adds_nothing(command: str, st, max_steps: int) -> bool:
+    """Can the second reading of ``command`` add nothing to the first's? Asked of a line the first reading
+    read as a quoted line (``st.line_words``: one simple command quoted only with ``'..'`` and ``".."``,
+    without ``$``, backquotes or backslashes, whose words ToolShell's lexer and word expansion give
+    alike). True when its command has no rule in :meth:`ToolShellRules.command` (:data:`RULED`), is
+    ``python -c CODE`` with CODE analysed by the first reading from the root already (the rule would skip it),
+    or ``sh -c LINE`` with LINE such a quoted line in turn; when reading it again cannot pass the step budget
+    or a size cap (:class:`TooComplex` would block it); and when it has no blank but the space
+    (``toolshell_check`` reads such a line a second time, spaced). ``RuleFilter.check`` then skips the
+    second reading; ``tests/test_guard_verdicts.py`` runs it anyway on every call of the shipped sets and
+    the fuzzer's mutants where it is skipped, and finds nothing."""
+    words = st.line_words
+    if words is None or not (command.isascii() and command.isprintable()) or len(command) > MAX_WORD_CHARS:
+        return False
+    return _words_add_nothing(words, st, max_steps - st.steps, 0)
+
+
+def _words_add_nothing(words: list[str], st, steps_left: int, depth: int) -> bool:
+    """:func:`adds_nothing` for the words of one quoted line read at ``sh -c`` depth ``depth``."""
+    steps_left -= 1 + len(words)  # ToolShellReading.line: one step for the command, one per word
+    if steps_left < 0:
+        return False
+    i = 0
+    while i < len(words) and ASSIGN_RE.match(words[i]):  # X=1 words before the command: assignments
+        i += 1
+    if i == len(words) or words[i] not in RULED:
+        return True
+    name, args = words[i], words[i + 1 :]
+    if name in ("python", "python3"):
+        return not (len(args) >= 2 and args[0] == "-c") or (args[1], ()) in st.pycode
+    if name in ("sh", "bash"):
+        if not (len(args) >= 2 and args[0] == "-c") or depth >= toolshell().max_depth:
+            return True  # the rule reads nothing
+        inner = args[1]
+        return QUOTED_LINE_RE.fullmatch(inner) is not None and _words_add_nothing(
+            quoted_words(inner), st, steps_left, depth + 1
+        )
+    return False
+
+
+_BLANK_NOT_SPACE_RE = re.compile(r"[^\S\n ]")  # a blank that ODD_BLANK_RE.sub(" ", ..) changes
+
+
 def toolshell_check(command: str, st, rf) -> None:
     """Read ``command`` as ToolShell will execute it; append a reason to ``st`` when a tool will read or
     list tests/hidden or request the grader. A command with blanks other than space, tab and newline
     (``\\xa0``, ``\\u2003``...) is read twice, as typed and with those as spaces, whichever way the
     environment's lexer takes them."""
     ToolShellRules(st, rf).line(command, 0)
-    if not command.isascii() or ODD_BLANK_RE.search(command):
-        spaced = ODD_BLANK_RE.sub(" ", command)
-        if spaced != command and not st.reasons:
-            ToolShellRules(st, rf).line(spaced, 0)
+    if not st.reasons and _BLANK_NOT_SPACE_RE.search(command):  # else the spaced line is the line itself
+        ToolShellRules(st, rf).line(ODD_BLANK_RE.sub(" ", command), 0)
