@@ -188,7 +188,7 @@ def test_length_bias_and_clip_higher_verdicts():
 # ---------------------------------------------------------------------------------------------- stored data
 
 
-STORED = {name: name for name in lm.EXPERIMENTS if name != "regime"} | {
+STORED = {name: name for name in lm.EXPERIMENTS if name not in ("regime", "short_task2")} | {
     "horizon_long": "horizon",
     "horizon_long_rep": "horizon",
     "length_bias_more": "length_bias",
@@ -217,7 +217,7 @@ def test_stored_records_have_enough_seeds_and_their_command(name):
     assert len(table) and set(table["verdict"]) <= set(VERDICTS)
 
 
-@pytest.mark.parametrize("round_, name", [(1, "regime_pilot"), (2, "regime_pilot2")])
+@pytest.mark.parametrize("round_, name", [(1, "regime_pilot"), (2, "regime_pilot2"), (3, "regime_pilot3")])
 def test_the_stored_regime_pilots_cover_their_grids_and_read_as_gains(round_, name):
     """The regime pilots (never counted): every setting of their REGIME_PILOTS grid for each of their seeds, the
     command beside them, and regime_table giving one training gain per setting."""
@@ -234,6 +234,23 @@ def test_the_stored_regime_pilots_cover_their_grids_and_read_as_gains(round_, na
     table = lm.regime_table(df)
     assert len(table) == len(df.groupby(["lr", "sft_steps", "max_operand"]))
     assert table["gain"].is_monotonic_decreasing and table["s_per_update"].gt(0).all()
+
+
+def test_the_short_task2_pilot_feeds_its_power_analysis():
+    """Chapter 06's restated test: its stored pilot (never counted) has every arm for each of its seeds and the
+    command beside it; short_task2_power gives one sd per contrast and the seeds for 80% power at delta."""
+    df = pd.read_csv(datafiles.path("lm/short_task2_pilot.csv"))
+    arms, updates = lm.experiment_arms("short_task2", "quick")
+    assert set(df["algo"]) == {a.label for a in arms} and df["update"].max() == updates
+    assert (
+        datafiles.path("lm/short_task2_pilot.cmd")
+        .read_text()
+        .startswith("python -m rltutor.experiments.lm short_task2 ")
+    )
+    p = lm.short_task2_power(df)
+    assert set(p["sd"]) == {f"{a} - {b}" for a, b in lm.SHORT2_CONTRASTS} and p["n"] >= 2
+    table = lm.short_task2_verdicts(df)
+    assert (table["delta"] == lm.SHORT2["delta"]).all() and (table["family"] == 3).all()
 
 
 def test_describe_states_the_verdict_and_the_detectable_effect():
