@@ -36,3 +36,6 @@ def test_the_stored_measurement_reads():
     s = ta.summary(df)
     assert set(s["eval_hops"]) == set(ta.HOPS) and s["cpu_s"].max() <= 15 * 60
     assert datafiles.path("agents/token_agent.cmd").read_text().startswith("python -m rltutor.experiments.token_agent")
+    from rltutor.cli import TOKEN_AGENT_NOTE
+
+    assert ta.headline(df) in " ".join(TOKEN_AGENT_NOTE.split())  # the command line's note repeats the measurement

@@ -64,6 +64,8 @@ __all__ = [
     "solve_rates",
     "warm_start",
     "summary",
+    "final",
+    "headline",
     "plot",
     "main",
 ]
@@ -80,8 +82,9 @@ untrained model's evaluation at 32 turns took minutes)"""
 HOPS = (1, 2, 3)
 """the curriculum's stages: up to 3 hops, the default task's (ToolShell(hops=3))"""
 STAGE_STEPS = 1200
-"""supervised steps per stage (batches of 32 rows); sized from a profile (``--profile``) so the three stages
-take about 15 CPU-minutes on the machine that stored the data"""
+"""supervised steps per stage (batches of 32 rows); sized from a profile (``--profile``: about 0.15 CPU s a
+step on the machine that stored the data), so the three stages train for about 10 CPU-minutes and, with the
+evaluations, the run stays within about 15"""
 COLUMNS = ("seed", "stage", "step", "cpu_s", "loss", "eval_hops", "mode", "n", "solved", "rate")
 """one row per (checkpoint, hop count, decoding): ``stage`` the curriculum's top hop count so far, ``step``
 supervised steps so far, ``cpu_s`` their CPU seconds, ``loss`` the mean loss of the last ``eval_every``
@@ -211,6 +214,27 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def final(df: pd.DataFrame) -> pd.DataFrame:
+    """The last checkpoint of the warm start per seed: one row per (hop count, decoding), with its interval."""
+    s = summary(df)
+    last = s[s["step"] == s.groupby("seed")["step"].transform("max")]
+    return last[["seed", "step", "cpu_s", "eval_hops", "mode", "solved", "n", "rate", "low", "high"]].reset_index(
+        drop=True
+    )
+
+
+def headline(df: pd.DataFrame, seed: int = 0) -> str:
+    """One sentence of the stored result for ``seed`` (the command line's note on ``--agent-policy tokens``
+    repeats it): the greedy solves per hop count at the warm start's end and its steps and CPU seconds."""
+    f = final(df)
+    f = f[(f["seed"] == seed) & (f["mode"] == "greedy")].sort_values("eval_hops")
+    solved = ", ".join(f"{r.solved}/{r.n} at {r.eval_hops} hop{'s' * (r.eval_hops > 1)}" for r in f.itertuples())
+    return (
+        f"after a curriculum warm start of {int(f['step'].iloc[0])} supervised steps "
+        f"({f['cpu_s'].iloc[0]:.0f} CPU s) it solved {solved} (greedy)"
+    )
+
+
 def plot(df: pd.DataFrame, ax=None):
     """Solve rate (greedy solid, sampled dashed) against the warm start's CPU seconds, one colour per hop
     count; the dotted lines mark the curriculum's stage boundaries."""
@@ -225,7 +249,7 @@ def plot(df: pd.DataFrame, ax=None):
         if stage > 0:
             ax.axvline(d["cpu_s"].max(), color="k", ls=":", lw=0.8)
     n = int(df["n"].iloc[0])
-    ax.set(xlabel="warm-start CPU seconds (training steps only)", ylabel=f"honest solves (of {n} tasks)",
+    ax.set(xlabel="warm-start CPU seconds (training steps only)", ylabel=f"honest solve rate ({n} tasks each)",
            ylim=(-0.03, 1.03), title="Token agent: curriculum warm start")  # fmt: skip
     ax.legend(fontsize=8, ncol=2)
     return ax
