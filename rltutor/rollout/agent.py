@@ -207,19 +207,33 @@ class TokenChooser:
     def metrics(self, batch: dict, meta: torch.Tensor, episodes: list[Episode], sub_advantage, gamma, policy) -> dict:
         return {}
 
-    def clone(self, model, episodes: list[Episode], steps: int = 200, lr: float = 3e-3, generator=None) -> list:
+    def clone(
+        self,
+        model,
+        episodes: list[Episode],
+        steps: int = 200,
+        lr: float = 3e-3,
+        generator=None,
+        optimizer: torch.optim.Optimizer | None = None,
+        batch_size: int = 32,
+    ) -> list:
         """The supervised warm start of ``model`` (the TinyGPT): cross-entropy on the trained (generated)
-        tokens of the demonstrations' sub-trajectories only, the positions RL trains, in minibatches of 32
-        rows. Returns the loss of each step."""
+        tokens of the demonstrations' sub-trajectories only, the positions RL trains, in minibatches of
+        ``batch_size`` rows. ``optimizer``: one to go on with (a curriculum's stages share its moments and
+        its learning-rate schedule; ``lr`` is then unused); by default a fresh AdamW at ``lr``. Returns the
+        loss of each step."""
         check_int("steps", steps, 0)
+        check_int("batch_size", batch_size, 1)
         device = next(model.parameters()).device
         rows, _ = episodes_to_batch(episodes)
         tokens, mask = rows["tokens"], rows["mask"]  # (R, L), (R, L - 1)
-        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+        opt = optimizer
+        if opt is None:
+            opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
         losses = []
         model.train()
         for _ in range(steps):
-            idx = torch.randint(0, len(tokens), (min(32, len(tokens)),), generator=generator)
+            idx = torch.randint(0, len(tokens), (min(batch_size, len(tokens)),), generator=generator)
             m = mask[idx].to(device)
             width = int((m > 0).nonzero()[:, 1].max()) + 2  # drop the padding after the last trained token
             x = tokens[idx, :width].to(device)

@@ -1,0 +1,1 @@
+python -m rltutor.experiments.token_agent --out rltutor/data/agents/token_agent.csv
