@@ -565,7 +565,7 @@ def snr_jackknife(h: torch.Tensor, mean: torch.Tensor, sq: torch.Tensor) -> floa
 
     ``h`` (M, D) holds the centred batch gradients g_m - mean, ``sq`` (M,) their squared norms. Leaving
     batch m out moves the mean to mean - h_m / (M - 1) and the summed squares to sum(sq) - sq_m M / (M - 1),
-    so every leave-one-out SNR costs O(D) (one matrix-vector product for all M), not a new pass:
+    so every leave-one-out SNR costs O(D) (one matrix-vector product for all M), not a new pass::
 
         |mean_(-m)|^2 = |mean|^2 - 2 mean.h_m / (M - 1) + sq_m / (M - 1)^2
         v_(-m)        = (sum(sq) - sq_m M / (M - 1)) / (M - 2)
@@ -676,9 +676,9 @@ def mean_signal(
     seed: int = 0,
     max_rounds: int = 256,
 ):
-    """(E g of shape (T, K), |E g|^2, its standard error): exact where :func:`exact_mean_gradient` has a
-    closed form (SE 0), else from :func:`group_mean_scale` (|E g|^2 = |p (e_0 - pi)|^2 d^2 summed over T),
-    drawn ``n_groups`` at a time until the relative SE of |E g|^2 (2 SE(d) / ``|d|``) is at most ``rel_se``
+    """(E g of shape (T, K), ``|E g|^2``, its standard error): exact where :func:`exact_mean_gradient` has a
+    closed form (SE 0), else from :func:`group_mean_scale` (``|E g|^2 = |p (e_0 - pi)|^2 d^2`` summed over T),
+    drawn ``n_groups`` at a time until the relative SE of ``|E g|^2`` (2 SE(d) / ``|d|``) is at most ``rel_se``
     (G = 2 with reward noise needs the most: its advantages are +-1/sqrt(2), so d is a small difference of
     signs), or ``max_rounds`` rounds."""
     exact = exact_mean_gradient(task, spec)
@@ -700,7 +700,7 @@ class GradientMoments:
     """Running moments of batch gradients around a known mean E g (one estimator, batches in chunks).
 
     With E g known (:func:`mean_signal`) the SNR's only Monte-Carlo error is the variance's:
-    variance = mean_m |g_m - E g|^2 and its SE = std_m |g_m - E g|^2 / sqrt(M). Keeps M scalars per
+    ``variance = mean_m |g_m - E g|^2`` and its ``SE = std_m |g_m - E g|^2 / sqrt(M)``. Keeps M scalars per
     quantity, not the M gradients, so a cell can grow to many thousands of batches at any T.
     """
 
