@@ -1,6 +1,7 @@
 """Tests of the static explorer: data coverage, the page's controls, its JavaScript (node, chromium)."""
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -51,16 +52,41 @@ def test_stored_numbers_are_the_analysis_numbers(quick):
     cell = 1 * len(g.T) + 2  # task 0, noise index 1, T index 2 (cells are numbered in this order)
     spec = an.EstimatorSpec("gae", gamma=g.gamma[0], lam=g.lam[1])
     specs = [s for _, s in ex._specs(g)]
-    rows = an.measure_specs(
+    rows = an.measure_to_precision(
         an.make_chain("corridor", T=g.T[2], noise=g.noise[1]),
         specs,
         batch_size=g.batch_size,
-        n_batches=g.n_batches,
+        rel_se=g.rel_se,
+        min_batches=g.min_batches,
+        step=g.step,
         seed=g.seed + cell,
     )
     row = rows[specs.index(spec)]
-    stored = ex.curve(quick, "corridor", "gae", "snr", noise=1, gamma=0, lam=1)[2]
-    assert stored == pytest.approx(row["snr"], rel=1e-3)
+    for metric in ("snr", "snr_se"):
+        stored = ex.curve(quick, "corridor", "gae", metric, noise=1, gamma=0, lam=1)[2]
+        assert stored == pytest.approx(row[metric], rel=1e-3)
+    assert ex.curve(quick, "corridor", "gae", "batches", noise=1, gamma=0, lam=1)[2] == row["n_batches"]
+
+
+def test_checker_rejects_a_cell_above_the_stated_monte_carlo_error(quick):
+    """Every stored SNR is within 5% (relative SE); a cell whose SE is 6% of its SNR is refused by name."""
+    bad = json.loads(json.dumps(quick))
+    se = bad["values"]["corridor"][0]["snr_se"]["rloo"][1]
+    snr = bad["values"]["corridor"][0]["snr"]["rloo"][1]
+    se[2] = 0.06 * snr[2]
+    with pytest.raises(ValueError, match=r"rloo at task=corridor noise#0 G#1 .*T#2 .*relative error 0.060 > 0.05"):
+        ex.check_data(bad)
+    del bad["values"]["corridor"][0]["snr_se"]
+    with pytest.raises(ValueError, match="stores no snr_se"):
+        ex.check_data(bad)
+
+
+def test_the_stored_t1_ordering_is_the_one_4000_batches_measure(quick):
+    """data["check"]: the corridor at T = 1 measured with 4,000 plain batches beside the stored cell."""
+    check = quick["check"]["estimators"]
+    assert quick["check"]["n_batches"] == ex.CHECK_BATCHES
+    for e in check.values():
+        assert abs(e["stored_snr"] - e["snr"]) < 3 * math.hypot(e["snr_se"], e["stored_snr_se"])
 
 
 def test_html_sliders_offer_exactly_the_grid(quick):
@@ -85,7 +111,7 @@ def test_bad_grid_values_are_refused():
 
 NODE_PROBE = r"""
 const data = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
-const g = data.grid, out = {svgs: 0, bad: 0, changed: {}};
+const g = data.grid, out = {svgs: 0, bad: 0, bands: 0, changed: {}};
 const show = {}; Object.keys(data.labels).forEach(e => show[e] = true);
 function st(o) { return Object.assign({task: g.tasks[0], noise: 0, metric: 'snr', T: 0, G: 0, gamma: 0, lam: 0,
                                        crit: 0, show: show}, o); }
@@ -95,6 +121,7 @@ for (const task of g.tasks) for (const metric of data.metrics) for (let noise = 
     for (let lam = 0; lam < g.lam.length; lam++) for (let crit = 0; crit < g.critic_noise.length; crit++) {
       const svg = rlxSvg(data, st({task, metric, noise, T, G, gamma, lam, crit}), 600, 360);
       out.svgs++;
+      out.bands += (svg.match(/<path class="rlx-band"/g) || []).length;
       const lines = (svg.match(/<path class="rlx-line"/g) || []).length;
       if (lines !== Object.keys(data.labels).length || /NaN|undefined|Infinity/.test(svg)) out.bad++;
     }
@@ -130,6 +157,7 @@ def test_javascript_core_draws_every_state_and_every_slider_changes_the_plot(qui
         * len(g["critic_noise"])
     )
     assert out["svgs"] == n_states and out["bad"] == 0
+    assert out["bands"] > 0  # the SNR's 95% Monte-Carlo band is drawn from the stored SE
     assert out["changed"] and all(out["changed"].values()), out["changed"]
 
 
@@ -207,7 +235,10 @@ def test_live_figure_blits_the_same_pixels_as_a_full_draw():
 def test_committed_full_data_is_complete_small_and_says_how_it_was_made():
     data = ex.load_data(DATA_FILE)
     assert data["command"].startswith("python -m rltutor.experiments.explorer_data --scale full")
-    assert ex.check_data(data) == _n_curves(data["grid"])
+    assert ex.check_data(data) == _n_curves(data["grid"])  # every SNR within 5% relative Monte-Carlo error
+    check = data["check"]["estimators"]
+    assert check["grpo"]["snr"] < check["gae"]["snr"]  # 4,000 batches: GRPO below GAE at T = 1
+    assert check["grpo"]["stored_snr"] < check["gae"]["stored_snr"]  # and so is the stored grid
     assert DATA_FILE.stat().st_size < 1_500_000
     assert len(eh.explorer_html(data).encode()) < 3_000_000
 
@@ -259,11 +290,13 @@ def test_committed_full_data_is_reproduced_by_the_code():
     g = ex.ExplorerGrid(**{k: tuple(v) if isinstance(v, list) else v for k, v in data["grid"].items()})
     specs = ex._specs(g)
     for ti in (0, 1):
-        rows = an.measure_specs(
+        rows = an.measure_to_precision(
             an.make_chain(g.tasks[0], T=g.T[ti], noise=g.noise[0]),
             [s for _, s in specs],
             batch_size=g.batch_size,
-            n_batches=g.n_batches,
+            rel_se=g.rel_se,
+            min_batches=g.min_batches,
+            step=g.step,
             seed=g.seed + ti,
         )
         for (key, _), row in zip(specs, rows, strict=True):

@@ -268,3 +268,60 @@ def test_corridor_preset_pays_what_the_corridor_environment_pays():
     v = an.true_values(roll, 1.0)[0]
     torch.testing.assert_close(v[:, 0], torch.full((N,), task.p_good, dtype=torch.float64))
     torch.testing.assert_close(v[:, 1] - v[:, 0], (good[0, :, 0].double() - task.p_good) / T)
+
+
+# ----------------------------------------------------------------------------------------------
+# Monte-Carlo error: the jackknife SE, the closed-form mean, measuring to a stated precision
+# ----------------------------------------------------------------------------------------------
+
+
+def test_jackknife_se_matches_the_spread_over_repetitions():
+    task = an.make_chain("corridor", T=2)
+    spec = an.EstimatorSpec("grpo", G=4)
+    rows = [an.measure_specs(task, [spec], batch_size=16, n_batches=64, seed=500 + k)[0] for k in range(120)]
+    spread = torch.tensor([r["snr"] for r in rows]).std().item()
+    jack = torch.tensor([r["snr_se"] for r in rows]).median().item()
+    assert jack == pytest.approx(spread, rel=0.3), (jack, spread)
+
+
+@pytest.mark.parametrize("reward", an.REWARDS)
+@pytest.mark.parametrize(
+    "spec",
+    [
+        an.EstimatorSpec("reinforce", gamma=0.8),
+        an.EstimatorSpec("gae", gamma=0.9, lam=0.5),
+        an.EstimatorSpec("rloo", G=2),
+        an.EstimatorSpec("dr_grpo", G=2),
+    ],
+    ids=lambda s: s.name,
+)
+def test_exact_mean_gradient_matches_enumeration(reward, spec):
+    task = an.ChainTask(T=2, reward=reward, K=2, p=0.7)
+    mean, _ = _exact_moments(task, spec, B=4)
+    torch.testing.assert_close(an.exact_mean_gradient(task, spec).reshape(-1), mean, rtol=1e-5, atol=1e-7)
+
+
+def test_group_mean_scale_gives_the_closed_forms_and_grpos_enumerated_mean():
+    task = an.ChainTask(T=2, reward="terminal", K=2, p=0.7)
+    for name in ("rloo", "dr_grpo"):
+        spec = an.EstimatorSpec(name, G=2)
+        d, se = an.group_mean_scale(task, spec, n_groups=4096)
+        exact = an.exact_mean_gradient(task, spec)
+        torch.testing.assert_close(d * an._step_direction(task), exact, rtol=1e-5, atol=1e-7)  # coupling: no noise
+    spec = an.EstimatorSpec("grpo", G=2)
+    mean, _ = _exact_moments(task, spec, B=4)
+    est, signal, signal_se = an.mean_signal(task, spec, rel_se=0.01)
+    assert signal == pytest.approx(float(mean @ mean), abs=4 * signal_se + 1e-9)
+
+
+def test_measure_to_precision_stops_at_the_target():
+    task = an.make_chain("corridor", T=4, noise=0.5)
+    specs = [an.EstimatorSpec("grpo", G=4), an.EstimatorSpec("gae", lam=0.5), an.EstimatorSpec("reinforce")]
+    tight = an.measure_to_precision(task, specs, batch_size=16, rel_se=0.05, min_batches=64, step=32)
+    loose = an.measure_to_precision(task, specs, batch_size=16, rel_se=0.2, min_batches=64, step=32)
+    for t, lo in zip(tight, loose, strict=True):
+        assert an.snr_rel_se(t) <= 0.05 and t["n_batches"] >= 64 and t["n_batches"] % 32 == 0
+        assert lo["n_batches"] <= t["n_batches"]
+    assert any(t["n_batches"] > 64 for t in tight)  # some estimator needed more than the minimum
+    with pytest.raises(ValueError, match="rel_se must be in"):
+        an.measure_to_precision(task, specs, rel_se=0.0)

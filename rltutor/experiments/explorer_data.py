@@ -16,6 +16,10 @@ What is stored (per task, reward-noise level and metric; every curve runs over t
   (GRPO ignores gamma and lambda; REINFORCE ignores G), which keeps the page small.
 * All estimators of one (task, noise, T) cell are measured on the same sampled trajectories, and every
   batch has ``batch_size`` trajectories whatever G is (G groups of batch_size / G).
+* Every SNR is measured to a stated precision (:func:`rltutor.experiments.variance.measure_to_precision`):
+  batches are drawn until its standard error is at most ``rel_se`` (5%) of it, and beside each curve the
+  data keep ``snr_se`` (drawn as a band) and ``batches``; :func:`check_data` refuses a point above 5%.
+  ``data["check"]`` holds the corridor's T = 1 cell measured the plain way with 4,000 batches.
 
 Regenerate the committed data file with the command stored inside it (``data["command"]``), e.g.
 ``python -m rltutor.experiments.explorer_data --scale full --out rltutor/data/horizon/explorer.json``.
@@ -42,6 +46,8 @@ __all__ = [
     "METRICS",
     "compute_explorer_data",
     "check_data",
+    "precision_summary",
+    "precision_check",
     "save_data",
     "load_data",
     "curve",
@@ -49,6 +55,8 @@ __all__ = [
 ]
 
 METRICS = ("snr", "cosine", "variance")
+STORED = (*METRICS, "snr_se", "batches")
+"""What each curve stores: the metrics the page offers, the SNR's Monte-Carlo SE and the batches measured."""
 ESTIMATOR_LABELS = {
     "reinforce": "REINFORCE (no baseline)",
     "grpo": "GRPO (mean/std of group)",
@@ -58,6 +66,10 @@ ESTIMATOR_LABELS = {
     "gae_critic": "GAE, noisy critic",
 }
 SNR_CAP = 1e6  # an SNR above this (or infinite: a zero-variance estimate) is stored as the cap
+MAX_REL_SE = 0.05
+"""The largest relative Monte-Carlo error (SE / SNR) :func:`check_data` accepts for a stored SNR."""
+CHECK_BATCHES = 4000
+"""Batches of the plain Monte-Carlo measurement stored beside the grid as a check (``data["check"]``)."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +92,12 @@ class ExplorerGrid:
     """critic error std (gae_critic), in units of the reward of one good step"""
     batch_size: int = 32
     """trajectories per batch, for every estimator"""
-    n_batches: int = 96
-    """Monte-Carlo batches per point"""
+    rel_se: float = MAX_REL_SE
+    """the SNR's relative Monte-Carlo error each point is measured to (SE / SNR)"""
+    min_batches: int = 256
+    """Monte-Carlo batches per point at least (more until ``rel_se`` is reached)"""
+    step: int = 64
+    """batches drawn at a time while a point is short of ``rel_se``"""
     seed: int = 0
     """seed of the first cell (each cell adds its index)"""
 
@@ -108,7 +124,8 @@ GRIDS = {
         noise=(0.0, 0.5),
         critic_noise=(1.0,),
         batch_size=8,
-        n_batches=16,
+        min_batches=64,
+        step=32,
     ),
 }
 
@@ -168,32 +185,65 @@ def compute_explorer_data(grid: ExplorerGrid | str = "quick", progress: bool = F
     for task in grid.tasks:
         values[task] = []
         for noise in grid.noise:
-            per_metric = {m: _empty(grid) for m in METRICS}
+            per_metric = {m: _empty(grid) for m in STORED}
             for ti, T in enumerate(grid.T):
-                rows = an.measure_specs(
+                rows = an.measure_to_precision(
                     an.make_chain(task, T=T, noise=noise),
                     [s for _, s in specs],
                     batch_size=grid.batch_size,
-                    n_batches=grid.n_batches,
+                    rel_se=grid.rel_se,
+                    min_batches=grid.min_batches,
+                    step=grid.step,
                     seed=grid.seed + cell,
                 )
                 cell += 1
                 for (key, _), row in zip(specs, rows, strict=True):
-                    for m in METRICS:
+                    for m in STORED:
                         node = per_metric[m][key[0]]
                         for idx in key[1:]:
                             node = node[idx]
-                        node[ti] = _round(row[m])
+                        node[ti] = row["n_batches"] if m == "batches" else _round(row[m])
             values[task].append(per_metric)
             if progress:
                 print(f"  {task} noise={noise}: {time.perf_counter() - t0:.1f}s", flush=True)
-    return {
+    data = {
         "grid": {**asdict(grid), "tasks": list(grid.tasks)},
         "metrics": list(METRICS),
         "labels": ESTIMATOR_LABELS,
         "values": values,
-        "seconds": round(time.perf_counter() - t0, 1),
     }
+    if "corridor" in grid.tasks and 1 in grid.T and 0.0 in grid.noise:
+        data["check"] = precision_check(data, grid)
+    data["seconds"] = round(time.perf_counter() - t0, 1)
+    return data
+
+
+def precision_check(data: dict, grid: ExplorerGrid, n_batches: int = CHECK_BATCHES) -> dict:
+    """The corridor at T = 1 (no reward noise) measured the plain way, :data:`CHECK_BATCHES` batches, beside
+    the stored cell: GRPO (G = 8) and GAE (gamma = 1, lambda = 0.95; at T = 1 every GAE is the same).
+
+    With 96 batches per cell the stored GRPO SNR once came out above GAE's, the reverse of a precise
+    measurement; the page shows both here so a reader sees the stored ordering is the measured one.
+    """
+    task = an.make_chain("corridor", T=1, noise=0.0)
+    G, ga, la = grid.G.index(8) if 8 in grid.G else 0, len(grid.gamma) - 1, len(grid.lam) - 1
+    specs = {
+        "grpo": an.EstimatorSpec("grpo", G=grid.G[G]),
+        "gae": an.EstimatorSpec("gae", gamma=grid.gamma[ga], lam=grid.lam[la]),
+    }
+    rows = an.measure_specs(task, list(specs.values()), batch_size=grid.batch_size, n_batches=n_batches, seed=987_654)
+    ti, ni = grid.T.index(1), grid.noise.index(0.0)
+    out = {"task": "corridor", "T": 1, "noise": 0.0, "n_batches": n_batches, "estimators": {}}
+    for (name, spec), row in zip(specs.items(), rows, strict=True):
+        idx = dict(G=G, gamma=ga, lam=la)
+        out["estimators"][name] = {
+            "spec": {k: v for k, v in asdict(spec).items() if k != "label"},
+            "snr": _round(row["snr"]),
+            "snr_se": _round(row["snr_se"]),
+            "stored_snr": curve(data, "corridor", name, "snr", noise=ni, **idx)[ti],
+            "stored_snr_se": curve(data, "corridor", name, "snr_se", noise=ni, **idx)[ti],
+        }
+    return out
 
 
 def curve(
@@ -221,10 +271,11 @@ def curve(
     raise ValueError(f"unknown estimator {estimator!r}; valid: {', '.join(ESTIMATOR_LABELS)}")
 
 
-def check_data(data: dict) -> int:
-    """Every slider position the page offers has a finite number for every estimator and metric.
+def check_data(data: dict, max_rel_se: float = MAX_REL_SE) -> int:
+    """Every slider position the page offers has a finite number for every estimator and metric, and
+    every stored SNR a relative Monte-Carlo error SE / SNR of at most ``max_rel_se``.
 
-    Returns the number of curves checked; raises ValueError naming the first missing position.
+    Returns the number of curves checked; raises ValueError naming the first bad position.
     """
     grid = data["grid"]
     n = 0
@@ -248,8 +299,59 @@ def check_data(data: dict) -> int:
                                             f"{metric} {est} G#{gi} gamma#{ga} lam#{li} critic#{ci}: {c}; "
                                             "regenerate it with compute_explorer_data"
                                         )
+                                    if metric == "snr":
+                                        _check_precision(data, task, est, ni, gi, ga, li, ci, c, max_rel_se)
                                     n += 1
     return n
+
+
+def _check_precision(data, task, est, ni, gi, ga, li, ci, snr, max_rel_se) -> None:
+    """Refuse a stored SNR whose relative Monte-Carlo error exceeds ``max_rel_se`` (or that has none)."""
+    at = dict(noise=ni, G=gi, gamma=ga, lam=li, critic_noise=ci)
+    if "snr_se" not in data["values"][task][ni]:
+        raise ValueError(
+            f"explorer data for task={task} noise#{ni} stores no snr_se (Monte-Carlo error); "
+            "regenerate it with compute_explorer_data"
+        )
+    se = curve(data, task, est, "snr_se", **at)
+    for ti, (v, e) in enumerate(zip(snr, se, strict=True)):
+        rel = 0.0 if v >= SNR_CAP and e == 0 else (e / v if v > 0 else float("inf"))
+        if not rel <= max_rel_se * (1 + 1e-3):  # 1e-3: both numbers are stored to 4 digits
+            raise ValueError(
+                f"explorer SNR of {est} at task={task} noise#{ni} G#{gi} gamma#{ga} lam#{li} critic#{ci} "
+                f"T#{ti} is {v} +- {e} (relative error {rel:.3f} > {max_rel_se}); measure it to precision "
+                "with a larger max_batches in rltutor.experiments.variance.measure_to_precision"
+            )
+
+
+def _leaves(node):
+    """The numbers of a nested list of curves, in order."""
+    if isinstance(node, list):
+        for x in node:
+            yield from _leaves(x)
+    else:
+        yield node
+
+
+def precision_summary(data: dict) -> dict:
+    """How precise the stored SNRs are: the largest relative Monte-Carlo error SE / SNR over every stored
+    point (a zero-variance point, stored as the cap with SE 0, counts 0) and the batches the points used."""
+    rels, batches = [], []
+    for per_noise in data["values"].values():
+        for per in per_noise:
+            for est in ESTIMATOR_LABELS:
+                for v, e in zip(_leaves(per["snr"][est]), _leaves(per["snr_se"][est]), strict=True):
+                    rels.append(0.0 if v >= SNR_CAP and e == 0 else e / v if v > 0 else math.inf)
+                batches += list(_leaves(per["batches"][est]))
+    batches.sort()
+    return {
+        "points": len(rels),
+        "max_rel_se": max(rels),
+        "min_batches": batches[0],
+        "median_batches": batches[len(batches) // 2],
+        "max_batches": batches[-1],
+        "total_batches": sum(batches),
+    }
 
 
 def save_data(data: dict, path: str | Path, command: str | None = None) -> Path:

@@ -94,6 +94,13 @@ __all__ = [
     "reverse_discounted_sum",
     "reward_unit",
     "summarize",
+    "snr_jackknife",
+    "exact_mean_gradient",
+    "group_mean_scale",
+    "mean_signal",
+    "GradientMoments",
+    "snr_rel_se",
+    "measure_to_precision",
     "measure_specs",
     "measure",
     "horizon_curve",
@@ -516,16 +523,21 @@ def batch_gradients(roll: Rollouts, adv: torch.Tensor) -> torch.Tensor:
 
 
 def summarize(g: torch.Tensor, grad_true: torch.Tensor) -> dict[str, float]:
-    """Variance, SNR and cosine of M gradient estimates g (M, T, K) against the true gradient (T, K)."""
+    """Variance, SNR and cosine of M gradient estimates g (M, T, K) against the true gradient (T, K).
+
+    ``snr_se`` is the Monte-Carlo standard error of ``snr`` (:func:`snr_jackknife`), so a plot can draw the
+    band the M batches leave open; ``variance_se`` and ``cosine_se`` are the plain standard errors of means.
+    """
     M = g.shape[0]
     gf = g.reshape(M, -1).double()  # (M, D)
     gt = grad_true.reshape(-1).double()  # (D,)
     mean = gf.mean(0)
-    sq = ((gf - mean) ** 2).sum(1)  # |g_m - mean|^2, (M,)
+    h = gf - mean  # g_m - mean, (M, D)
+    sq = (h**2).sum(1)  # |g_m - mean|^2, (M,)
     var = float(sq.sum() / max(M - 1, 1))  # E|g - E g|^2, unbiased
     var_se = float(sq.std() / math.sqrt(M)) if M > 1 else float("nan")
     signal = float(mean @ mean) - var / M  # unbiased estimate of |E g|^2
-    snr = max(signal, 0.0) / var if var > 0 else float("inf") if signal > 0 else 0.0
+    snr = _snr(signal, var)
     norms = gf.norm(dim=1) * gt.norm()
     cos = torch.where(norms > 0, (gf @ gt) / norms.clamp_min(1e-300), torch.zeros_like(norms))
     mnorm = float(mean.norm() * gt.norm())
@@ -534,12 +546,264 @@ def summarize(g: torch.Tensor, grad_true: torch.Tensor) -> dict[str, float]:
         variance_se=var_se,
         signal=float(mean @ mean),
         snr=snr,
+        snr_se=snr_jackknife(h, mean, sq),
         cosine=float(cos.mean()),
         cosine_se=float(cos.std() / math.sqrt(M)) if M > 1 else float("nan"),
         cos_mean=float(mean @ gt) / mnorm if mnorm > 0 else 0.0,
         mean_norm=float(mean.norm()),
         true_norm=float(gt.norm()),
     )
+
+
+def _snr(signal: float, var: float) -> float:
+    """signal / variance, 0 for a signal estimate below 0, infinite for a zero variance with a signal."""
+    return max(signal, 0.0) / var if var > 0 else float("inf") if signal > 0 else 0.0
+
+
+def snr_jackknife(h: torch.Tensor, mean: torch.Tensor, sq: torch.Tensor) -> float:
+    """Jackknife standard error of the SNR estimate of :func:`summarize`, from per-batch moments only.
+
+    ``h`` (M, D) holds the centred batch gradients g_m - mean, ``sq`` (M,) their squared norms. Leaving
+    batch m out moves the mean to mean - h_m / (M - 1) and the summed squares to sum(sq) - sq_m M / (M - 1),
+    so every leave-one-out SNR costs O(D) (one matrix-vector product for all M), not a new pass::
+
+        |mean_(-m)|^2 = |mean|^2 - 2 mean.h_m / (M - 1) + sq_m / (M - 1)^2
+        v_(-m)        = (sum(sq) - sq_m M / (M - 1)) / (M - 2)
+        SNR_(-m)      = (|mean_(-m)|^2 - v_(-m) / (M - 1)) / v_(-m)
+        SE^2          = (M - 1) / M * sum_m (SNR_(-m) - mean_m SNR_(-m))^2
+
+    NaN for M < 3 (a leave-one-out variance needs two batches); 0 when every batch is the same.
+    """
+    M = h.shape[0]
+    if M < 3:
+        return float("nan")
+    total = sq.sum()
+    m2 = mean @ mean
+    m2_out = m2 - 2.0 * (h @ mean) / (M - 1) + sq / (M - 1) ** 2
+    v_out = (total - sq * M / (M - 1)) / (M - 2)
+    if not bool((v_out > 0).all()):
+        return 0.0 if float(total) == 0.0 else float("inf")
+    snr_out = (m2_out - v_out / (M - 1)).clamp_min(0.0) / v_out
+    return float(((snr_out - snr_out.mean()) ** 2).sum().mul((M - 1) / M).sqrt())
+
+
+# ----------------------------------------------------------------------------------------------
+# The mean gradient in closed form, and measuring to a stated precision
+# ----------------------------------------------------------------------------------------------
+
+
+def _step_direction(task: ChainTask, dtype=torch.float64) -> torch.Tensor:
+    """p (e_0 - pi), shape (T, K): the direction every estimator's mean gradient takes at each step."""
+    pi = policy_probs(task, dtype)
+    e0 = torch.zeros(task.K, dtype=dtype)
+    e0[0] = 1.0
+    return task.p_good * (e0 - pi)
+
+
+def exact_mean_gradient(task: ChainTask, spec: EstimatorSpec, dtype=torch.float64) -> torch.Tensor | None:
+    """E g in closed form, shape (T, K), or None where the toy model gives none (GRPO's std division).
+
+    Score and advantage meet at each step only through the step's own action, and the wrong actions are
+    alike, so E[s_t A_t] = p (e_0 - pi_t) d_t with d_t = E[A_t | a_t good] - E[A_t | a_t wrong]. Reward
+    noise and critic errors have mean 0 and do not depend on a_t, so they leave d_t alone. With u the
+    reward of one good step moved by a_t (1 dense, 1/T terminal, p^(T-1) exact: the other T - 1 steps
+    must be good too):
+
+    * REINFORCE, GAE (exact V, any lambda; noisy critic too): d_t = u gamma^(T-1-t) for the terminal and
+      exact rewards and d_t = u for the dense one (a_t moves r_t only). GAE's TD residuals after t have
+      mean 0 given a_t (V is exact), so GAE has REINFORCE's mean at every lambda.
+    * RLOO: d_t = u (the other rows' mean does not depend on a_t): the true gradient.
+    * Dr.GRPO: d_t = u (1 - 1/G) (the row's own score is 1/G of the group mean it subtracts).
+    """
+    T, p = task.T, task.p_good
+    unit = {"dense": 1.0, "terminal": 1.0 / T, "exact": p ** (T - 1)}[task.reward]
+    if spec.name == "grpo":
+        return None
+    if spec.name in ("rloo", "dr_grpo"):
+        d = torch.full((T,), unit * (1.0 - 1.0 / spec.G if spec.name == "dr_grpo" else 1.0), dtype=dtype)
+    elif task.reward == "dense":
+        d = torch.full((T,), unit, dtype=dtype)
+    else:
+        d = unit * torch.tensor(float(spec.gamma), dtype=dtype) ** (T - 1 - torch.arange(T, dtype=dtype))
+    return d[:, None] * _step_direction(task, dtype)
+
+
+def group_mean_scale(task: ChainTask, spec: EstimatorSpec, n_groups: int = 1 << 16, seed: int = 0):
+    """d = E[A_i | a_(i,t) good] - E[A_i | a_(i,t) wrong] for a group estimator, by coupled sampling: (d, SE).
+
+    A group advantage depends on the actions only through each row's count N of good steps (and the noise),
+    so a step of row i is drawn good and wrong with everything else the same: N_i' ~ Binomial(T - 1, p) for
+    the row's other steps, N_j ~ Binomial(T, p) for the G - 1 other rows, one noise draw per row. The two
+    advantages differ little, so their mean difference is precise at a few thousand groups (with the plain
+    batch mean, GRPO's SNR at T = 1 needed about 20 times more). Every step and action has the same d, so
+    E g = p (e_0 - pi) d at every step. For RLOO and Dr.GRPO it reproduces :func:`exact_mean_gradient`
+    (the tests check it); the measurements use it for GRPO, whose std division has no closed form.
+    """
+    from rltutor.advantages import group_advantages
+
+    G, T, p = spec.G, task.T, task.p_good
+    gen = torch.Generator().manual_seed(int(seed))
+    n = int(n_groups)
+    rest = torch.binomial(
+        torch.full((n,), float(T - 1), dtype=torch.float64), torch.full((n,), p, dtype=torch.float64), generator=gen
+    )
+    others = torch.binomial(
+        torch.full((n, G - 1), float(T), dtype=torch.float64),
+        torch.full((n, G - 1), p, dtype=torch.float64),
+        generator=gen,
+    )
+
+    def reward(count):  # R as a function of the count of good steps (noise added below)
+        return {"dense": count, "terminal": count / T, "exact": (count == T).double()}[task.reward]
+
+    noise_sd = task.noise * (math.sqrt(T) if task.reward == "dense" else 1.0)  # the noise on the return R
+    eps = noise_sd * torch.randn(n, G, generator=gen, dtype=torch.float64) if task.noise > 0 else 0.0
+    ids = torch.arange(n * G) // G
+    adv = []
+    for focal in (rest + 1, rest):  # the step good, then wrong
+        scores = torch.cat([reward(focal)[:, None], reward(others)], dim=1) + eps  # (n, G)
+        a = group_advantages(scores.reshape(-1).float(), ids, method=spec.name, eps=spec.eps)
+        adv.append(a.double().reshape(n, G)[:, 0])
+    diff = adv[0] - adv[1]
+    return float(diff.mean()), float(diff.std() / math.sqrt(n))
+
+
+def mean_signal(
+    task: ChainTask,
+    spec: EstimatorSpec,
+    rel_se: float = 0.02,
+    n_groups: int = 1 << 16,
+    seed: int = 0,
+    max_rounds: int = 256,
+):
+    """(E g of shape (T, K), ``|E g|^2``, its standard error): exact where :func:`exact_mean_gradient` has a
+    closed form (SE 0), else from :func:`group_mean_scale` (``|E g|^2 = |p (e_0 - pi)|^2 d^2`` summed over T),
+    drawn ``n_groups`` at a time until the relative SE of ``|E g|^2`` (2 SE(d) / ``|d|``) is at most ``rel_se``
+    (G = 2 with reward noise needs the most: its advantages are +-1/sqrt(2), so d is a small difference of
+    signs), or ``max_rounds`` rounds."""
+    exact = exact_mean_gradient(task, spec)
+    if exact is not None:
+        return exact, float((exact**2).sum()), 0.0
+    draws = []  # (d, SE) of each round: equal sizes, so d is their mean and SE^2 the mean of SE^2 / rounds
+    while True:
+        draws.append(group_mean_scale(task, spec, n_groups=n_groups, seed=seed + 1_009 * len(draws)))
+        d = sum(x for x, _ in draws) / len(draws)
+        d_se = math.sqrt(sum(e * e for _, e in draws)) / len(draws)
+        if len(draws) >= max_rounds or (d != 0 and 2 * d_se / abs(d) <= rel_se) or d_se == 0:
+            break
+    direction = _step_direction(task)
+    norm2 = float((direction**2).sum())
+    return d * direction, norm2 * d * d, norm2 * 2.0 * abs(d) * d_se
+
+
+class GradientMoments:
+    """Running moments of batch gradients around a known mean E g (one estimator, batches in chunks).
+
+    With E g known (:func:`mean_signal`) the SNR's only Monte-Carlo error is the variance's:
+    ``variance = mean_m |g_m - E g|^2`` and its ``SE = std_m |g_m - E g|^2 / sqrt(M)``. Keeps M scalars per
+    quantity, not the M gradients, so a cell can grow to many thousands of batches at any T.
+    """
+
+    def __init__(self, mean: torch.Tensor, grad_true: torch.Tensor):
+        self.mean = mean.reshape(-1).double()
+        self.gt = grad_true.reshape(-1).double()
+        self.dev: list[torch.Tensor] = []  # |g_m - E g|^2 per batch
+        self.cos: list[torch.Tensor] = []  # cos(g_m, grad J) per batch
+        self.total = torch.zeros_like(self.mean)  # sum_m g_m
+
+    def add(self, g: torch.Tensor) -> None:
+        gf = g.reshape(g.shape[0], -1).double()
+        self.dev.append(((gf - self.mean) ** 2).sum(1))
+        norms = gf.norm(dim=1) * self.gt.norm()
+        self.cos.append(torch.where(norms > 0, (gf @ self.gt) / norms.clamp_min(1e-300), torch.zeros_like(norms)))
+        self.total += gf.sum(0)
+
+    @property
+    def n(self) -> int:
+        return sum(len(d) for d in self.dev)
+
+    def summary(self, signal: float, signal_se: float = 0.0) -> dict[str, float]:
+        """:func:`summarize`'s keys, the SNR's SE combining the variance's and the signal's relative errors."""
+        dev, cos = torch.cat(self.dev), torch.cat(self.cos)
+        M = len(dev)
+        var = float(dev.mean())
+        var_se = float(dev.std() / math.sqrt(M))
+        snr = _snr(signal, var)
+        if var > 0 and signal > 0:
+            snr_se = snr * math.hypot(var_se / var, signal_se / signal)  # relative errors add in quadrature
+        else:
+            snr_se = 0.0 if var == 0 else float("inf")
+        mean = self.total / M
+        mnorm = float(mean.norm() * self.gt.norm())
+        return dict(
+            variance=var,
+            variance_se=var_se,
+            signal=signal,
+            snr=snr,
+            snr_se=snr_se,
+            cosine=float(cos.mean()),
+            cosine_se=float(cos.std() / math.sqrt(M)),
+            cos_mean=float(mean @ self.gt) / mnorm if mnorm > 0 else 0.0,
+            mean_norm=float(mean.norm()),
+            true_norm=float(self.gt.norm()),
+        )
+
+
+def snr_rel_se(row: dict) -> float:
+    """The SNR's relative Monte-Carlo error of a measurement row (0 for a zero-variance, infinite SNR)."""
+    snr, se = row["snr"], row["snr_se"]
+    if not math.isfinite(snr):
+        return 0.0 if se == 0 else float("inf")
+    return se / snr if snr > 0 else float("inf")
+
+
+def measure_to_precision(
+    task: ChainTask,
+    specs: Sequence[EstimatorSpec],
+    *,
+    batch_size: int = 32,
+    rel_se: float = 0.05,
+    min_batches: int = 256,
+    step: int = 64,
+    max_batches: int = 1 << 15,
+    seed: int = 0,
+) -> list[dict]:
+    """Measure every estimator until its SNR's relative Monte-Carlo error is at most ``rel_se``.
+
+    The mean gradient comes from :func:`mean_signal` (exact, or GRPO's precise scale), the variance from
+    batches drawn ``step`` at a time (all estimators on the same trajectories, as :func:`measure_specs`),
+    at least ``min_batches``; an estimator stops once SE / SNR <= ``rel_se`` (or at ``max_batches``: its
+    row then shows the larger error, which :func:`rltutor.experiments.explorer_data.check_data` refuses).
+    Each row is :func:`measure_specs`'s, with ``n_batches`` the batches it used and ``snr_se``.
+    """
+    if not (0 < rel_se < 1):
+        raise ValueError(f"rel_se must be in (0, 1), got {rel_se!r}; pass e.g. rel_se=0.05 (5%)")
+    if min_batches < 2 or step < 1:
+        raise ValueError(f"need min_batches >= 2 and step >= 1, got {min_batches}, {step}")
+    for s in specs:
+        if s.name in GROUP_NAMES:
+            check_params(name=s.name, G=s.G, batch_size=batch_size)
+    gt = true_gradient(task)
+    means = [mean_signal(task, s, rel_se=rel_se / 2, seed=seed + 7) for s in specs]
+    acc = [GradientMoments(m, gt) for m, _, _ in means]
+    rows: list[dict | None] = [None] * len(specs)
+    need_xi = any(s.name == "gae_critic" and s.critic_noise > 0 for s in specs)
+    k = 0
+    while any(r is None for r in rows):
+        roll = sample_rollouts(task, step, batch_size, seed=int(seed) + 10_007 * k, critic_draws=need_xi)
+        r = task_rewards(roll)
+        k += 1
+        for i, s in enumerate(specs):
+            if rows[i] is not None:
+                continue
+            acc[i].add(batch_gradients(roll, estimator_advantages(s, roll, r)))
+            n = acc[i].n
+            if n < min_batches:
+                continue
+            summary = acc[i].summary(means[i][1], means[i][2])
+            if snr_rel_se(summary) <= rel_se or n >= max_batches:
+                rows[i] = _row(task, s, batch_size, n, summary)
+    return rows
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,6 +9,11 @@ function rlxCurve(data, st, est) {
   if (est === "gae_critic") return d.gae_critic[st.gamma][st.lam][st.crit];
   throw new Error("unknown estimator " + est);
 }
+// The SNR's Monte-Carlo standard error at each T (stored beside the SNR), or null when the data have none.
+function rlxSe(data, st, est) {
+  if (st.metric !== "snr" || !data.values[st.task][st.noise].snr_se) return null;
+  return rlxCurve(data, Object.assign({}, st, {metric: "snr_se"}), est);
+}
 function rlxFmt(v) {
   if (v === 0) return "0";
   var a = Math.abs(v);
@@ -57,6 +62,26 @@ function rlxSvg(data, st, W, H) {
   var xs = X(Ts[st.T]);
   s.push('<line class="rlx-marker" x1="' + xs + '" x2="' + xs + '" y1="' + m.t + '" y2="' + (m.t + ph) +
          '" stroke="#444" stroke-dasharray="4,3"/>');
+  ests.forEach(function (e, i) {  // the 95% band SNR +- 1.96 SE, one polygon per run of drawable points
+    var c = curves[i], se = rlxSe(data, st, e);
+    if (!se) return;
+    var run = [];
+    function flush() {
+      if (run.length > 1) {
+        var up = run.map(function (j) { return X(Ts[j]).toFixed(1) + ',' + Y(c[j] + 1.96 * se[j]).toFixed(1); });
+        var dn = run.slice().reverse().map(function (j) {
+          var lo = c[j] - 1.96 * se[j];
+          if (logY && !(lo > 0)) lo = c[j] / 100;  // a log axis has no 0: clip the band two decades down
+          return X(Ts[j]).toFixed(1) + ',' + Y(lo).toFixed(1);
+        });
+        s.push('<path class="rlx-band" data-est="' + e + '" fill="' + RLX_COLORS[e] +
+               '" fill-opacity="0.18" stroke="none" d="M' + up.concat(dn).join(' L') + ' Z"/>');
+      }
+      run = [];
+    }
+    c.forEach(function (v, j) { if (ok(v) && isFinite(se[j])) run.push(j); else flush(); });
+    flush();
+  });
   ests.forEach(function (e, i) {
     var c = curves[i], d = [], pen = 'M';
     c.forEach(function (v, j) {
@@ -76,11 +101,13 @@ function rlxReadout(data, st) {
   var T = data.grid.T[st.T], rows = [];
   Object.keys(data.labels).forEach(function (e) {
     if (!st.show[e]) return;
-    var v = rlxCurve(data, st, e)[st.T];
+    var v = rlxCurve(data, st, e)[st.T], se = rlxSe(data, st, e);
     rows.push('<tr><td><span style="color:' + RLX_COLORS[e] + '">\u25a0</span> ' + data.labels[e] +
-              '</td><td style="text-align:right">' + rlxFmt(v) + '</td></tr>');
+              '</td><td style="text-align:right">' + rlxFmt(v) + (se ? ' \u00b1 ' + rlxFmt(1.96 * se[st.T]) : '') +
+              '</td></tr>');
   });
-  return '<table style="font-size:12px"><tr><th>at T = ' + T + '</th><th>' + st.metric + '</th></tr>' +
+  var head = st.metric + (rlxSe(data, st, Object.keys(data.labels)[0]) ? ' (\u00b1 95% Monte-Carlo)' : '');
+  return '<table style="font-size:12px"><tr><th>at T = ' + T + '</th><th>' + head + '</th></tr>' +
          rows.join('') + '</table>';
 }
 // --- rlx core end ---

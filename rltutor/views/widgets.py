@@ -8,7 +8,9 @@ error, a choice of task, metric and estimators; each change re-runs :func:`rltut
 at every horizon (memoized: only the estimators that read the moved knob; the reward noise keeps the
 trajectories and, for every estimator but GRPO, the gradients, see
 :data:`rltutor.experiments.variance.LINEAR_IN_REWARDS`) and redraws one matplotlib figure in place
-(:class:`ExplorerFigure`), shown as a PNG in an ``ipywidgets.Image``. Works in Jupyter and on Colab (plain
+(:class:`ExplorerFigure`), each curve with the 95% band (value +- 1.96 SE) of the Monte-Carlo batches it
+drew itself (the SNR's SE is the jackknife of :func:`rltutor.experiments.variance.snr_jackknife`), shown
+as a PNG in an ``ipywidgets.Image``. Works in Jupyter and on Colab (plain
 ``ipywidgets`` + ``matplotlib``; no custom widget). ``benchmarks/variance.py`` times a whole move, computing
 and drawing (goals: 100 ms when the trajectories are reused, 150 ms when the samples change: noise, task).
 
@@ -94,6 +96,21 @@ def _y(d: pd.DataFrame, metric: str):
     return d[metric].where(d[metric] > 0) if metric != "cosine" else d[metric]
 
 
+def _band(d: pd.DataFrame, metric: str):
+    """(T, low, high) of the 95% Monte-Carlo band metric +- 1.96 SE of the batches measured, or None when the
+    frame has no SE for ``metric``; on a log axis the low edge is clipped two decades under the value."""
+    se = f"{metric}_se"
+    if se not in d or metric not in ("snr", "variance", "cosine"):
+        return None
+    y, e = d[metric].to_numpy(dtype=float), d[se].to_numpy(dtype=float)
+    lo, hi = y - 1.96 * e, y + 1.96 * e
+    if metric != "cosine":
+        lo = np.where(lo > 0, lo, y / 100)
+        keep = (y > 0) & np.isfinite(e) & np.isfinite(y)
+        lo, hi = np.where(keep, lo, np.nan), np.where(keep, hi, np.nan)
+    return d["T"].to_numpy(), lo, hi
+
+
 def _set_scales(ax, metric: str, df: pd.DataFrame) -> None:
     """Log-2 horizons; log values except for the cosine, which has a fixed range up to 1."""
     ax.set_xscale("log", base=2)
@@ -117,6 +134,9 @@ def plot_explorer(df: pd.DataFrame, metric: str = "snr", T_marker: int | None = 
         _, ax = plt.subplots(figsize=(7, 4))
     for name, d in df.groupby("name", sort=False):
         ax.plot(d["T"], _y(d, metric), marker="o", ms=3, color=COLORS.get(name), label=ESTIMATOR_LABELS.get(name, name))
+        band = _band(d, metric)
+        if band is not None:
+            ax.fill_between(*band, color=COLORS.get(name), alpha=0.18, lw=0)
     _set_scales(ax, metric, df)
     if T_marker is not None:
         ax.axvline(T_marker, color="#444", ls="--", lw=1)
@@ -148,6 +168,7 @@ class ExplorerFigure:
         self.ax = self.fig.add_subplot()
         self.fig.subplots_adjust(left=0.11, right=0.70, bottom=0.13, top=0.97)  # fixed: no layout pass per move
         self.lines: dict = {}  # estimator name -> Line2D
+        self.bands: dict = {}  # estimator name -> the fill of its 95% Monte-Carlo band (drawn anew per update)
         self.marker = self.ax.axvline(1, color="#444", ls="--", lw=1, animated=True)
         self.axes_key = None  # what the saved background shows: metric, y range, estimators
         self.background = None
@@ -165,6 +186,13 @@ class ExplorerFigure:
                 )
                 self.lines[name].set_animated(True)
             self.lines[name].set_data(d["T"].to_numpy(), _y(d, metric).to_numpy())
+        for band in self.bands.values():
+            band.remove()
+        self.bands = {}
+        for name, d in df.groupby("name", sort=False):
+            band = _band(d, metric)
+            if band is not None:
+                self.bands[name] = self.ax.fill_between(*band, color=COLORS.get(name), alpha=0.18, lw=0, animated=True)
         for name, line in self.lines.items():
             line.set_visible(name in names)
         self.marker.set_visible(T_marker is not None)
@@ -207,7 +235,7 @@ class ExplorerFigure:
         from PIL import Image
 
         if full:
-            animated = [*self.lines.values(), self.marker]
+            animated = [*self.bands.values(), *self.lines.values(), self.marker]
             for a in animated:
                 a.set_animated(False)
             buf = io.BytesIO()
@@ -217,7 +245,7 @@ class ExplorerFigure:
             self.axes_key = None  # the canvas now holds the curves too: the next update draws a new background
             return buf.getvalue()
         self.canvas.restore_region(self.background)
-        for artist in (*self.lines.values(), self.marker):
+        for artist in (*self.bands.values(), *self.lines.values(), self.marker):
             if artist.get_visible():
                 self.ax.draw_artist(artist)
         buf = io.BytesIO()
@@ -321,7 +349,7 @@ def horizon_explorer(task: str = "corridor", n_batches: int = 64, batch_size: in
             d = cache[key]
             figure.update(d, w["metric"].value, w["T_marker"].value)
             image.value = figure.png(full=state["redraws"] == 0)  # the first frame is the one a notebook saves
-            at = d[d["T"] == w["T_marker"].value][["estimator", "snr", "cosine", "variance"]]
+            at = d[d["T"] == w["T_marker"].value][["estimator", "snr", "snr_se", "cosine", "variance"]]
             readout.value = at.set_index("estimator").round(4).to_html()
             state.update(frame=d, error=None)
         except ValueError as e:
