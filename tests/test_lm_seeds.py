@@ -188,7 +188,7 @@ def test_length_bias_and_clip_higher_verdicts():
 # ---------------------------------------------------------------------------------------------- stored data
 
 
-STORED = {name: name for name in lm.EXPERIMENTS if name not in ("regime", "short_task2")} | {
+STORED = {name: name for name in lm.EXPERIMENTS if name != "regime"} | {
     "horizon_long": "horizon",
     "horizon_long_rep": "horizon",
     "length_bias_more": "length_bias",
