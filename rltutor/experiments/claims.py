@@ -526,13 +526,13 @@ CLAIMS = (
         "[The Turing Post](https://x.com/TheTuringPost): the value function squeezes more learning from "
         "fewer samples; " + _EXPLAINER,
         "06_lm_grpo_vs_ppo.ipynb",
-        ("lm/short_task.csv",),
+        ("lm/short_task2.csv",),
         _claim_row(
-            "short_task",
+            "short_task2",
             "PPO (value head) - GRPO",
             +1,
             "reward",
-            " (same prompts, completions and updates per arm)",
+            " (chapter 06's test restated where training works: same prompts, completions and updates per arm)",
             arms=("PPO (value head)", "GRPO"),
         ),
     ),
