@@ -1000,22 +1000,24 @@ def snr_theory(
     with a critic V + critic_noise * u * xi; critic_noise = 0 is the true V, and a noisy critic is covered at
     lam = 0 only). Rewards "dense"/"terminal".
 
-    Per step (one softmax over K actions, good-action probability p, q = (1 - p) / (K - 1)):
-    S_g = |e_0 - pi|^2, S_b = |e_j - pi|^2 (j wrong), E|s|^2 = p S_g + (1 - p) S_b,
-    |c|^2 = p^2 S_g (the per-step gradient of E[u], u = 1[good]), a = E[|s|^2 (u - p)^2],
-    b = E|s|^2 p (1 - p). Each step's reward weight is w (1 dense, 1/T terminal) and the noise on the
-    return R has variance s_R^2 (T sigma^2 dense, sigma^2 terminal). Then, with |c~|^2 = T w^2 |c|^2:
+    The closed forms, in plain text::
 
-    * RLOO: SNR = B |c~|^2 / ( T [w^2 (a + (T-1) b) + E|s|^2 s_R^2] + T E|s|^2 Var R / (G-1)
-      - |c~|^2 + |c~|^2 / (G-1) ),   Var R = T w^2 p (1-p) + s_R^2.
-    * TD (lambda = 0): SNR = B |c~|^2 / ( T w^2 (a - |c|^2) + E|s|^2 s_R^2 + E|s|^2 k^2 (2T - 1) ),
-      k = critic_noise * u (each TD residual carries gamma * err(s_{t+1}) - err(s_t)).
-    * GAE(lambda), true V: step t's advantage is w (u_t - p) + sum_{l >= 1} lambda^l w (u_{t+l} - p) plus
-      the reward noise the residuals carry, so the later steps' luck enters step t with weights lambda^(2l):
-      SNR = B |c~|^2 / ( T w^2 (a - |c|^2) + w^2 b sum_t S_t + E|s|^2 N ), S_t = sum_{l=1}^{T-1-t} lambda^(2l),
-      N = sum_t lambda^(2(T-1-t)) sigma^2 (terminal: the noise is in the last residual) or
-      sum_t sum_{l=0}^{T-1-t} lambda^(2l) sigma^2 (dense). At lambda = 0 this is the TD form; at lambda = 1,
-      sum_t S_t = T (T - 1) / 2: half of RLOO's (T - 1) b per step, so at most twice the trajectory-level SNR.
+        Per step (one softmax over K actions, good-action probability p, q = (1 - p) / (K - 1)):
+        S_g = |e_0 - pi|^2, S_b = |e_j - pi|^2 (j wrong), E|s|^2 = p S_g + (1 - p) S_b,
+        |c|^2 = p^2 S_g (the per-step gradient of E[u], u = 1[good]), a = E[|s|^2 (u - p)^2],
+        b = E|s|^2 p (1 - p). Each step's reward weight is w (1 dense, 1/T terminal) and the noise on the
+        return R has variance s_R^2 (T sigma^2 dense, sigma^2 terminal). Then, with |c~|^2 = T w^2 |c|^2:
+
+        * RLOO: SNR = B |c~|^2 / ( T [w^2 (a + (T-1) b) + E|s|^2 s_R^2] + T E|s|^2 Var R / (G-1)
+          - |c~|^2 + |c~|^2 / (G-1) ),   Var R = T w^2 p (1-p) + s_R^2.
+        * TD (lambda = 0): SNR = B |c~|^2 / ( T w^2 (a - |c|^2) + E|s|^2 s_R^2 + E|s|^2 k^2 (2T - 1) ),
+          k = critic_noise * u (each TD residual carries gamma * err(s_{t+1}) - err(s_t)).
+        * GAE(lambda), true V: step t's advantage is w (u_t - p) + sum_{l >= 1} lambda^l w (u_{t+l} - p) plus
+          the reward noise the residuals carry, so the later steps' luck enters step t with weights lambda^(2l):
+          SNR = B |c~|^2 / ( T w^2 (a - |c|^2) + w^2 b sum_t S_t + E|s|^2 N ), S_t = sum_{l=1}^{T-1-t} lambda^(2l),
+          N = sum_t lambda^(2(T-1-t)) sigma^2 (terminal: the noise is in the last residual) or
+          sum_t sum_{l=0}^{T-1-t} lambda^(2l) sigma^2 (dense). At lambda = 0 this is the TD form; at lambda = 1,
+          sum_t S_t = T (T - 1) / 2: half of RLOO's (T - 1) b per step, so at most twice the trajectory-level SNR.
 
     The horizon enters RLOO through (T - 1) b: every other step's randomness lands in every step's
     advantage, so SNR ~ B / T. In the TD form T cancels (without noise): credit stays local.

@@ -3,9 +3,9 @@
 Why not the token-level TinyGPT? Warm-started on scripted honest solves with a curriculum over hops, the
 word-level agent learns one- and two-hop toolshell tasks but, after about ten CPU-minutes, solves few of the
 chapter's three-hop ones (the stored measurement: :mod:`rltutor.experiments.token_agent`, chapter 11), and
-its RL updates cost seconds each: RL could not get far enough in CPU minutes to show hacking being learned. This policy keeps what the
-chapter needs (an RL policy that picks tool calls, a critic, log-probs the one trainer uses) and drops
-what costs the time (writing the command token by token).
+its RL updates cost seconds each: RL could not get far enough in CPU minutes to show hacking being learned.
+This policy keeps what the chapter needs (an RL policy that picks tool calls, a critic, log-probs the one
+trainer uses) and drops what costs the time (writing the command token by token).
 
 At each turn the chooser (:class:`rltutor.rollout.templates.TemplateChooser`) lists *candidates*: a template with an
 argument taken from the observations so far (``cat PATH`` for each path seen, ``ls DIR``, ``grep -rn
