@@ -30,7 +30,8 @@ Command line (the stored measurement, ``rltutor/data/agents/token_agent.csv`` an
 
     python -m rltutor.experiments.token_agent --out rltutor/data/agents/token_agent.csv
 
-The chapter reads it with :func:`summary` and :func:`plot`.
+The chapter reads it with :func:`final` and :func:`headline`; the view that draws it is
+``rltutor.views.curves.token_agent_curve``.
 """
 
 from __future__ import annotations
@@ -66,7 +67,6 @@ __all__ = [
     "summary",
     "final",
     "headline",
-    "plot",
     "main",
 ]
 
@@ -233,26 +233,6 @@ def headline(df: pd.DataFrame, seed: int = 0) -> str:
         f"after a curriculum warm start of {int(f['step'].iloc[0])} supervised steps "
         f"({f['cpu_s'].iloc[0]:.0f} CPU s) it solved {solved} (greedy)"
     )
-
-
-def plot(df: pd.DataFrame, ax=None):
-    """Solve rate (greedy solid, sampled dashed) against the warm start's CPU seconds, one colour per hop
-    count; the dotted lines mark the curriculum's stage boundaries."""
-    import matplotlib.pyplot as plt
-
-    ax = plt.subplots(figsize=(7.5, 4))[1] if ax is None else ax
-    for (h, mode), d in df.groupby(["eval_hops", "mode"]):
-        d = d.sort_values("step")
-        ax.plot(d["cpu_s"], d["rate"], "o-" if mode == "greedy" else "s--", color=f"C{h - 1}",
-                label=f"{h} hop{'s' * (h > 1)}, {mode}")  # fmt: skip
-    for stage, d in df.groupby("stage"):
-        if stage > 0:
-            ax.axvline(d["cpu_s"].max(), color="k", ls=":", lw=0.8)
-    n = int(df["n"].iloc[0])
-    ax.set(xlabel="warm-start CPU seconds (training steps only)", ylabel=f"honest solve rate ({n} tasks each)",
-           ylim=(-0.03, 1.03), title="Token agent: curriculum warm start")  # fmt: skip
-    ax.legend(fontsize=8, ncol=2)
-    return ax
 
 
 def _profile(seed: int, steps: int = 20) -> None:

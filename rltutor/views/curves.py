@@ -18,7 +18,7 @@ import pandas as pd
 from rltutor.utils import write_atomic
 from rltutor.views.plots import FRACTION, label_axes, legend_beside, panel_grid
 
-__all__ = ["RATES", "has_rates", "learning_curve", "save_learning_curve", "outcome"]
+__all__ = ["RATES", "has_rates", "learning_curve", "save_learning_curve", "outcome", "token_agent_curve"]
 
 RATES = {"solve_rate": "honest solve rate", "hack_rate": "hack rate"}
 """The per-update rates a toolshell run's history holds (the collector's metrics), and their labels."""
@@ -83,3 +83,27 @@ def outcome(history: pd.DataFrame) -> str:
         row = history.iloc[-1]
         text += "; in the last update " + ", ".join(f"{label} {_num(row[c])}" for c, label in RATES.items())
     return text
+
+
+def token_agent_curve(df: pd.DataFrame, ax=None):
+    """The token agent's warm start (:mod:`rltutor.experiments.token_agent`'s stored records): solve rate
+    (greedy solid, sampled dashed) against the warm start's CPU seconds, one colour per hop count; the dotted
+    lines mark the curriculum's stage boundaries."""
+    ax = plt.subplots(figsize=(7.5, 4))[1] if ax is None else ax
+    for (h, mode), d in df.groupby(["eval_hops", "mode"]):
+        d = d.sort_values("step")
+        style = "o-" if mode == "greedy" else "s--"
+        ax.plot(d["cpu_s"], d["rate"], style, color=f"C{h - 1}", label=f"{h} hop{'s' * (h > 1)}, {mode}")
+    for stage, d in df.groupby("stage"):
+        if stage > 0:
+            ax.axvline(d["cpu_s"].max(), color="k", ls=":", lw=0.8)
+    n = int(df["n"].iloc[0])
+    label_axes(
+        ax,
+        "warm-start CPU seconds (training steps only)",
+        f"honest solve rate ({n} tasks each)",
+        "Token agent: curriculum warm start",
+    )
+    ax.set_ylim(-0.03, 1.03)  # a rate, with room for the markers at 0 and 1
+    ax.legend(fontsize=8, ncol=2)
+    return ax
