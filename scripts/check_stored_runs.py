@@ -62,8 +62,11 @@ def _rerun_args(cmd: str, seed: int, updates: int, out: str) -> list[str] | None
     ]
 
 
-def check(csv: Path, seed: int, updates: int) -> list[str]:
-    """The differences between ``csv``'s stored rows and a rerun (empty: it reproduces)."""
+def check(csv: Path, seed: int, updates: int) -> list[str] | None:
+    """The differences between ``csv``'s stored rows and a rerun (empty: it reproduces; None: ``csv`` holds no
+    per-update training records, such as a timing pilot or the token agent's warm-start checkpoints)."""
+    if not {"seed", "update"} <= set(pd.read_csv(csv, nrows=1).columns):
+        return None
     cmd = csv.with_suffix(".cmd").read_text().strip()
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / csv.name)
@@ -103,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     for f in files:
         problems = check(f, args.seed, args.updates)
+        if problems is None:
+            print(f"{f.name}: not per-update training records, skipped", flush=True)
+            continue
         bad += bool(problems)
         print(f"{f.name}: {'reproduces' if not problems else f'{len(problems)} differences'}", flush=True)
         for line in problems[:20]:
