@@ -291,19 +291,14 @@ class Trainer:
 
         # 4. Epochs of minibatch gradient steps over rows.
         params = [p for p in self.policy.parameters() if p.requires_grad]
-        B = mask.shape[0]
-        mb_size = math.ceil(B / c.minibatches)
         sums: dict[str, list[float]] = {
             k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "loss")
         }
         epochs_run = 0
         distill_losses: list[float] = []  # the divergence to the teacher, per minibatch step (opd_loss)
         for _epoch in range(c.epochs):
-            perm = torch.randperm(B, generator=self.generator).to(self.device)
             epoch_kl = []
-            for start in range(0, B, mb_size):
-                idx = perm[start : start + mb_size]
-                mb = {k: v[idx] if isinstance(v, torch.Tensor) and v.shape[:1] == (B,) else v for k, v in batch.items()}
+            for idx, mb in self._minibatches(batch):
                 m = mb["mask"]
                 if m.sum() < 1:
                     continue
@@ -391,6 +386,20 @@ class Trainer:
             metrics["distill_loss"] = float(np.mean(distill_losses)) if distill_losses else float("nan")
         return metrics
 
+    def _minibatches(self, batch: dict):
+        """One epoch's minibatches of rows: a fresh permutation from the trainer's generator cut into
+        ``minibatches`` parts, each yielded as its row indices and the batch's (B, ...) tensors at them (other
+        entries as they are). Rows, not steps, so a row's steps stay together (implementation detail 2)."""
+        B = batch["mask"].shape[0]
+        size = math.ceil(B / self.config.minibatches)
+        perm = torch.randperm(B, generator=self.generator).to(self.device)
+        for start in range(0, B, size):
+            idx = perm[start : start + size]
+            yield (
+                idx,
+                {k: v[idx] if isinstance(v, torch.Tensor) and v.shape[:1] == (B,) else v for k, v in batch.items()},
+            )
+
     def _load_teachers(self) -> TeacherRouter:
         """On-policy distillation's teachers (rltutor.distill): each ``config.teachers`` run's checkpoint read by the
         safe loader (:meth:`read_checkpoint`: tensors and plain data only), its task from its config, routed by the
@@ -471,17 +480,9 @@ class Trainer:
                 row = {"batch": i + 1, "env_steps": self.env_steps}
                 if "values" in batch:
                     row["explained_variance"] = explained_variance(batch["values"], returns, mask)
-                B = mask.shape[0]
-                mb_size = math.ceil(B / c.minibatches)
                 losses = []
                 for _epoch in range(c.epochs):
-                    perm = torch.randperm(B, generator=self.generator).to(self.device)
-                    for start in range(0, B, mb_size):
-                        idx = perm[start : start + mb_size]
-                        mb = {
-                            k: v[idx] if isinstance(v, torch.Tensor) and v.shape[:1] == (B,) else v
-                            for k, v in batch.items()
-                        }
+                    for idx, mb in self._minibatches(batch):
                         if mb["mask"].sum() < 1:
                             continue
                         values = self.policy.evaluate(mb)["values"]
