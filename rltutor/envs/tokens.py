@@ -110,7 +110,7 @@ class TokenTask:
         """Supervised examples: ``tokens`` (n, P + T) prompt + correct completion (padded) and
         ``loss_mask`` (n, P + T - 1), 1 where the next token is part of the completion."""
         prompts = self.sample_prompts(n, generator)
-        targets = [self.target(p) for p in prompts]
+        targets = [self.sft_target(p, generator) for p in prompts]
         T = max(len(t) for t in targets)
         tokens = torch.full((n, self.prompt_len + T), PAD, dtype=torch.long)
         tokens[:, : self.prompt_len] = prompts
@@ -119,6 +119,11 @@ class TokenTask:
             tokens[i, self.prompt_len : self.prompt_len + len(t)] = torch.tensor(t)
             loss_mask[i, self.prompt_len - 1 : self.prompt_len - 1 + len(t)] = 1.0  # predict each answer token
         return tokens, loss_mask
+
+    def sft_target(self, prompt: torch.Tensor, generator: torch.Generator | None = None) -> list[int]:
+        """The completion the warm start shows for ``prompt``: :meth:`target` (a task with several right
+        answers may draw one of them with ``generator``)."""
+        return self.target(prompt)
 
     def accuracy(self, prompts: torch.Tensor, responses: torch.Tensor) -> float:
         """Fraction of completions that equal the target exactly."""
@@ -226,7 +231,7 @@ class PairsTask(TokenTask):
     """``"07="`` -> any two digits that sum to the number, then EOS (``"16"``, ``"52"``, ``"70"``...): a task with
     several correct answers per prompt (``N + 1`` for N <= 9, ``19 - N`` above), so that a policy can keep
     finding many of them or collapse onto one. Reward 1 for a correct pair, 0 otherwise. The warm start
-    (:meth:`sft_batch`) shows a correct pair drawn uniformly for each prompt, so it starts diverse; the
+    (:meth:`sft_target`) shows a correct pair drawn uniformly for each prompt, so it starts diverse; the
     collector's ``distinct_correct`` and ``pass_at_k`` metrics measure what RL keeps of that (chapter 9)."""
 
     name = "pairs"
@@ -254,18 +259,10 @@ class PairsTask(TokenTask):
     def score(self, prompt, completion):
         return float(decode(completion) in self.answers(prompt))
 
-    def sft_batch(self, n, generator=None):
-        """As :meth:`TokenTask.sft_batch`, with each prompt's correct pair drawn uniformly among its answers."""
-        prompts = self.sample_prompts(n, generator)
-        tokens = torch.full((n, self.prompt_len + 3), PAD, dtype=torch.long)
-        tokens[:, : self.prompt_len] = prompts
-        loss_mask = torch.zeros(n, self.prompt_len + 2)
-        loss_mask[:, self.prompt_len - 1 :] = 1.0  # predict both digits and EOS
-        for i, p in enumerate(prompts):
-            options = self.answers(p)
-            pick = options[int(torch.randint(len(options), (1,), generator=generator))]
-            tokens[i, self.prompt_len :] = torch.tensor(encode(pick) + [EOS])
-        return tokens, loss_mask
+    def sft_target(self, prompt, generator=None):
+        """A correct pair drawn uniformly among the prompt's answers, then EOS: the warm start starts diverse."""
+        options = self.answers(prompt)
+        return encode(options[int(torch.randint(len(options), (1,), generator=generator))]) + [EOS]
 
     def accuracy(self, prompts, responses):
         """Fraction of completions that are a correct pair followed by EOS."""
