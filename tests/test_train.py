@@ -438,24 +438,24 @@ def test_bad_checkpoint_every_and_bool_settings_are_refused(tmp_path):
         make_config("ppo", hidden=64)
 
 
+def _warm_lm_trainer(critic_kind: str, seed: int):
+    """A PPO trainer on addition with a short warm start and critic_warmup=6, and a held-out probe batch."""
+    from rltutor.experiments.lm import lm_config
+
+    cfg = lm_config(
+        "ppo", "addition", "quick", seed=seed, task_options=dict(max_operand=19), critic_kind=critic_kind,
+        sft_steps=30, critic_warmup=6,
+    )  # fmt: skip
+    t = Trainer(cfg)
+    probe, _ = t.collector.collect(t.policy, torch.Generator().manual_seed(5))
+    return t, probe
+
+
 @pytest.mark.parametrize("critic_kind", ["head", "separate"])
 def test_critic_warmup_fits_the_critic_alone_and_leaves_the_policy_unchanged(critic_kind):
     """Value pretraining (critic_warmup): the actor's log-probs on a fixed batch do not move, the critic's
     values do, and the warm-up's env steps count toward the budget."""
-    from rltutor.experiments.lm import lm_config
-
-    cfg = lm_config(
-        "ppo",
-        "addition",
-        "quick",
-        seed=0,
-        task_options=dict(max_operand=19),
-        critic_kind=critic_kind,
-        sft_steps=30,
-        critic_warmup=6,
-    )
-    t = Trainer(cfg)
-    probe, _ = t.collector.collect(t.policy, torch.Generator().manual_seed(5))
+    t, probe = _warm_lm_trainer(critic_kind, seed=0)
     with torch.no_grad():
         before = t.policy.evaluate(probe)
     rows = t.warm_up_critic()
@@ -494,23 +494,10 @@ def test_critic_warmup_moves_v_toward_the_mean_reward():
     over 6 seeds, both critic kinds, AVX-512 and default kernels; 1.0 would be no movement at all). That it
     learns more than the mean was not found at this scale: on held-out batches its explained variance stayed
     within about 0.2 of 0 for up to 16 batches at lr up to 3e-3 (measured 2026-12-02)."""
-    from rltutor.experiments.lm import lm_config
-
     for kind in ("head", "separate"):
         errors = []
         for seed in range(3):
-            cfg = lm_config(
-                "ppo",
-                "addition",
-                "quick",
-                seed=seed,
-                task_options=dict(max_operand=19),
-                critic_kind=kind,
-                sft_steps=30,
-                critic_warmup=6,
-            )
-            t = Trainer(cfg)
-            probe, _ = t.collector.collect(t.policy, torch.Generator().manual_seed(5))
+            t, probe = _warm_lm_trainer(kind, seed)
             m = probe["mask"]
             mean_r = float((probe["rewards"] * m).sum(1).mean())
             t.warm_up_critic()
