@@ -195,6 +195,8 @@ def run_lm(config, steps: int, label: str | None = None) -> pd.DataFrame:
                     k: row.get(k, float("nan"))
                     for k in ("clip_frac", "approx_kl", "zero_std_frac", "explained_variance", "grad_norm")
                 },
+                # what a batch keeps of the answers it could find (rollout.tokens.group_diversity)
+                **{k: v for k, v in row.items() if k == "distinct_correct" or k.startswith("pass_at_")},
                 "rows": row["rows"],
                 "draws": row["draws"],
                 "time_s": time.perf_counter() - t0,
@@ -250,7 +252,19 @@ class Arm:
         return lm_config(self.algo, self.task, scale, seed, task_options=self.task_options, **self.overrides)
 
 
-EXPERIMENTS = ("short_task", "horizon", "length_bias", "clip_higher", "family", "regime", "short_task2")
+EXPERIMENTS = (
+    "short_task",
+    "horizon",
+    "length_bias",
+    "clip_higher",
+    "family",
+    "regime",
+    "short_task2",
+    "horizon2",
+    "length_bias2",
+    "diversity",
+    "family2",
+)
 """The experiments of chapters 06-10, by name (:func:`experiment_arms`, :func:`seed_runs`, the CLI); ``regime``
 is a pilot (:data:`REGIME_PILOTS`), never counted in a verdict."""
 
@@ -276,6 +290,16 @@ SHORT2 = {"updates": 200, "sft_steps": 300, "critic_warmup": 8, "delta": 0.05, "
 warm-start steps, the warm critic's batches, the smallest effect of interest in reward (exact-match accuracy)
 and the windows."""
 
+RESTATED = {
+    "horizon2": {"updates": 200, "sft_steps": 60, "lr": 3e-4, "critic_warmup": 8, "lengths": (4, 16)},
+    "length_bias2": {"updates": 200, "sft_steps": 60, "lr": 3e-4, "max_new_tokens": 16},
+    "diversity": {"updates": 200, "sft_steps": 150, "lr": 3e-4, "epochs": 2, "clip_highs": (0.2, 0.28)},
+    "family2": {"updates": 200, "sft_steps": 300, "lr": 3e-4, "epochs": 2, "minibatches": 4},
+}
+"""Chapters 07-10 restated (issue 21; the module docstring's entries of 2026-12-02): per experiment, updates
+per run, warm-start steps (``--sft-steps`` overrides it in a pilot), learning rate and what the chapter's
+mechanism needs (below). Every arm of one of these experiments is tagged with its ``sft_steps``."""
+
 COLUMNS = {
     "short_task": ("reward", "explained_variance", "time_s"),
     "horizon": ("reward", "explained_variance", "time_s"),
@@ -284,6 +308,10 @@ COLUMNS = {
     "family": ("reward", "entropy", "clip_frac", "time_s"),
     "regime": ("reward", "entropy", "response_length", "time_s"),
     "short_task2": ("reward", "explained_variance", "time_s"),
+    "horizon2": ("reward", "accuracy", "explained_variance", "time_s"),
+    "length_bias2": ("reward", "wrong_length", "response_length", "truncated"),
+    "diversity": ("reward", "entropy", "distinct_correct", "pass_at_1", "pass_at_8", "clip_frac"),
+    "family2": ("reward", "entropy", "clip_frac", "approx_kl", "time_s"),
 }
 """The per-update columns :func:`seed_runs` stores for each experiment (besides algo, seed, update, tags)."""
 
@@ -343,6 +371,8 @@ def experiment_arms(name: str, scale: str | None = None, **options) -> tuple[lis
             ),
         ]
         return arms, {"quick": SHORT2["updates"], "full": 300}[sc]
+    if name in RESTATED:
+        return _restated_arms(name, options.get("sft_steps")), {"quick": RESTATED[name]["updates"], "full": 300}[sc]
     if name == "regime":
         g = REGIME_PILOTS[options.get("round", 1) - 1]
         arms = [
@@ -360,6 +390,67 @@ def experiment_arms(name: str, scale: str | None = None, **options) -> tuple[lis
         return arms, {"quick": g["updates"], "full": 300}[sc]
     arms = [Arm(a, a, task_options=add19) for a in (options.get("algos") or LM_ALGOS)]
     return arms, {"quick": 25, "full": 300}[sc]
+
+
+def _restated_arms(name: str, sft_steps=None) -> list[Arm]:
+    """The arms of a restated experiment (:data:`RESTATED`), each at every warm start of ``sft_steps`` (a pilot's
+    grid; default: the experiment's own)."""
+    spec = RESTATED[name]
+    sfts = tuple(sft_steps) if sft_steps else (spec["sft_steps"],)
+    arms = []
+    for sft in sfts:
+        ov, tags = dict(sft_steps=sft, lr=spec["lr"]), dict(sft_steps=sft)
+        if name == "horizon2":
+            warm = dict(critic_kind="head", lam=0.95, critic_warmup=spec["critic_warmup"])
+            arms += [
+                Arm(
+                    label,
+                    algo,
+                    "sequence",
+                    dict(L=L, reward=kind),
+                    dict(ov, **extra),
+                    dict(tags, L=L, reward_kind=kind),
+                )
+                for kind in ("fraction", "exact")
+                for L in spec["lengths"]
+                for algo, label, extra in (("grpo", "GRPO", {}), ("ppo", "PPO (lambda 0.95, warm critic)", warm))
+            ]
+        elif name == "length_bias2":
+            opts = dict(max_operand=19, max_new_tokens=spec["max_new_tokens"])
+            arms += [Arm(label, a, task_options=opts, overrides=ov, tags=tags) for a, label in LENGTH_ARMS]
+        elif name == "diversity":
+            arms += [
+                Arm(
+                    f"eps_high={ch}",
+                    "grpo",
+                    "pairs",
+                    overrides=dict(ov, clip_high=ch, epochs=spec["epochs"], agg="token-mean"),
+                    tags=tags,
+                )
+                for ch in spec["clip_highs"]
+            ]
+        else:  # family2: every preset (and REINFORCE++-baseline) with 8 prompts x 8, the same epochs and minibatches
+            same = dict(ov, epochs=spec["epochs"], minibatches=spec["minibatches"], num_groups=8, group_size=8)
+            # RLOO's preset is on-policy REINFORCE (one step a batch); with several steps a batch it takes the
+            # clipped ratio as verl runs it (algorithm.adv_estimator=rloo under the actor's PPO loss)
+            arms += [
+                Arm(a, a, task_options=dict(max_operand=19), overrides=dict(same, **RLOO_CLIP.get(a, {})), tags=tags)
+                for a in LM_ALGOS
+            ]
+            arms.append(
+                Arm(
+                    "reinforce_pp_baseline",
+                    "reinforce_pp",
+                    task_options=dict(max_operand=19),
+                    overrides=dict(same, estimator="reinforce_pp_baseline"),
+                    tags=tags,
+                )
+            )
+    return arms
+
+
+LENGTH_ARMS = (("grpo", "GRPO"), ("dr_grpo", "Dr.GRPO"))
+RLOO_CLIP = {"rloo": dict(loss="ppo")}
 
 
 def _run_arms(name: str, scale, seed: int, steps: int | None, **options) -> pd.DataFrame:
@@ -766,6 +857,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--round", type=int, default=None, choices=range(1, len(REGIME_PILOTS) + 1), help="regime: pilot round"
     )
+    ap.add_argument(
+        "--sft-steps",
+        type=int,
+        nargs="+",
+        default=None,
+        help="horizon2, length_bias2, diversity, family2: a pilot's warm starts",
+    )
     ap.add_argument("--workers", type=int, default=2, help="processes (each uses one thread)")
     ap.add_argument("--run-dir", default=None, help="one file per run, read back if there (default: runs/lm/NAME)")
     ap.add_argument("--out", required=True, help="CSV path for the per-update records; FILE.cmd gets the command")
@@ -776,11 +874,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.experiment != "regime":
             ap.error(f"--round is the regime pilot's option, not {args.experiment}'s")
         options["round"] = args.round
+    if args.sft_steps is not None:
+        if args.experiment not in RESTATED:
+            ap.error(f"--sft-steps is an option of {', '.join(RESTATED)}, not {args.experiment}'s")
+        options["sft_steps"] = args.sft_steps
     run_dir = args.run_dir or os.path.join("runs", "lm", args.experiment)
     df = seed_runs(args.experiment, args.seeds, args.scale, args.updates, args.workers, run_dir, **options)
     store_records(df, args.out, "rltutor.experiments.lm", argv or sys.argv[1:])
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(VERDICTS[args.experiment](df).round(4).to_string(index=False))
+        if args.experiment in VERDICTS:
+            print(VERDICTS[args.experiment](df).round(4).to_string(index=False))
+        else:  # a pilot of a restated experiment: each arm's training gain in reward
+            from rltutor.experiments.stats import training_gains
+
+            by = [c for c in df.columns if c not in ("seed", "update", *COLUMNS[args.experiment])]
+            print(training_gains(df, by, "reward", last=20, first=5).round(4).to_string(index=False))
     print(f"{len(df)} rows in {time.perf_counter() - t0:.0f} s; wrote {args.out}")
     return 0
 
