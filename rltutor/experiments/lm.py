@@ -140,6 +140,10 @@ __all__ = [
     "short_task2_verdicts",
     "short_task2_power",
     "regime_table",
+    "RESTATED",
+    "RESTATED_TESTS",
+    "restated_verdicts",
+    "restated_power",
 ]
 
 
@@ -292,9 +296,9 @@ and the windows."""
 
 RESTATED = {
     "horizon2": {"updates": 200, "sft_steps": 60, "lr": 3e-4, "critic_warmup": 8, "lengths": (4, 16)},
-    "length_bias2": {"updates": 200, "sft_steps": 60, "lr": 3e-4, "max_new_tokens": 16},
+    "length_bias2": {"updates": 200, "sft_steps": 60, "lr": 3e-4, "task": "pairs", "max_new_tokens": 16},
     "diversity": {"updates": 200, "sft_steps": 150, "lr": 3e-4, "epochs": 2, "clip_highs": (0.2, 0.28)},
-    "family2": {"updates": 200, "sft_steps": 300, "lr": 3e-4, "epochs": 2, "minibatches": 4},
+    "family2": {"updates": 200, "sft_steps": 300, "lr": 1e-4, "epochs": 2, "minibatches": 4},
 }
 """Chapters 07-10 restated (issue 21; the module docstring's entries of 2026-12-02): per experiment, updates
 per run, warm-start steps (``--sft-steps`` overrides it in a pilot), learning rate and what the chapter's
@@ -416,8 +420,8 @@ def _restated_arms(name: str, sft_steps=None) -> list[Arm]:
                 for algo, label, extra in (("grpo", "GRPO", {}), ("ppo", "PPO (lambda 0.95, warm critic)", warm))
             ]
         elif name == "length_bias2":
-            opts = dict(max_operand=19, max_new_tokens=spec["max_new_tokens"])
-            arms += [Arm(label, a, task_options=opts, overrides=ov, tags=tags) for a, label in LENGTH_ARMS]
+            opts = dict(max_new_tokens=spec["max_new_tokens"])
+            arms += [Arm(label, a, spec["task"], opts, ov, tags) for a, label in LENGTH_ARMS]
         elif name == "diversity":
             arms += [
                 Arm(
@@ -576,6 +580,132 @@ def short_task2_power(pilot: pd.DataFrame, last: int | None = None) -> dict:
     return {"sd": sds, "pilot_seeds": int(pilot["seed"].nunique()), "n": seeds_for_power(sd, SHORT2["delta"], tests=3)}
 
 
+# The restated tests of chapters 07-10 (module docstring, 2026-12-02), one family per experiment: each test is
+# (name, metric, terms, delta), a term (sign, arm, window) with the arm's key in RESTATED_KEYS' order (without
+# the seed) and the window "end" (the last LAST updates) or "start" (the first FIRST).
+LAST, FIRST = 20, 5
+RESTATED_KEYS = {
+    "horizon2": ("reward_kind", "L", "algo"),
+    "length_bias2": ("algo",),
+    "diversity": ("algo",),
+    "family2": ("algo",),
+}
+_PPO2 = "PPO (lambda 0.95, warm critic)"
+
+
+def _horizon2_tests() -> list[tuple]:
+    out = []
+    for kind in ("fraction", "exact"):
+        lo, hi = RESTATED["horizon2"]["lengths"]
+        for L in (lo, hi):
+            out.append(
+                (
+                    f"{kind}: PPO - GRPO at L = {L}",
+                    "reward",
+                    [(1, (kind, L, _PPO2), "end"), (-1, (kind, L, "GRPO"), "end")],
+                    0.05,
+                )
+            )
+        terms = [(1, (kind, hi, _PPO2), "end"), (-1, (kind, hi, "GRPO"), "end")]
+        terms += [(-1, (kind, lo, _PPO2), "end"), (1, (kind, lo, "GRPO"), "end")]
+        out.append((f"{kind}: (PPO - GRPO) at L = {hi} minus at L = {lo}", "reward", terms, 0.05))
+    return out
+
+
+RESTATED_TESTS = {
+    "horizon2": _horizon2_tests(),
+    "length_bias2": [
+        ("GRPO - Dr.GRPO", "wrong_length", [(1, ("GRPO",), "end"), (-1, ("Dr.GRPO",), "end")], 0.5),
+        ("GRPO: end - start", "wrong_length", [(1, ("GRPO",), "end"), (-1, ("GRPO",), "start")], 0.5),
+        ("Dr.GRPO: end - start", "wrong_length", [(1, ("Dr.GRPO",), "end"), (-1, ("Dr.GRPO",), "start")], 0.5),
+        ("Dr.GRPO - GRPO", "reward", [(1, ("Dr.GRPO",), "end"), (-1, ("GRPO",), "end")], 0.05),
+    ],
+    "diversity": [
+        (
+            "eps_high=0.28 - eps_high=0.2",
+            "distinct_correct",
+            [(1, ("eps_high=0.28",), "end"), (-1, ("eps_high=0.2",), "end")],
+            0.1,
+        ),
+        (
+            "eps_high=0.2: start - end",
+            "distinct_correct",
+            [(1, ("eps_high=0.2",), "start"), (-1, ("eps_high=0.2",), "end")],
+            0.1,
+        ),
+        (
+            "eps_high=0.28 - eps_high=0.2",
+            "pass_at_8",
+            [(1, ("eps_high=0.28",), "end"), (-1, ("eps_high=0.2",), "end")],
+            0.03,
+        ),
+        (
+            "eps_high=0.28 - eps_high=0.2",
+            "reward",
+            [(1, ("eps_high=0.28",), "end"), (-1, ("eps_high=0.2",), "end")],
+            0.05,
+        ),
+    ],
+    "family2": [
+        (f"{a} - grpo", "reward", [(1, (a,), "end"), (-1, ("grpo",), "end")], 0.05)
+        for a in (*LM_ALGOS[1:], "reinforce_pp_baseline")
+    ],
+}
+"""Each restated experiment's family of pre-stated tests (module docstring): name, metric, terms, delta."""
+
+
+def _restated_runs(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """The runs of ``df`` at the experiment's warm start (a pilot's grid may hold others)."""
+    return df[df["sft_steps"] == RESTATED[name]["sft_steps"]] if "sft_steps" in df else df
+
+
+def _restated_terms(name: str, df: pd.DataFrame, metric: str, terms) -> list[tuple[float, pd.Series]]:
+    """A test's terms as (sign, per-seed window of ``metric``) pairs, for :func:`paired_row`."""
+    keys = (*RESTATED_KEYS[name], "seed")
+    windows = {w: _window(df, metric, w == "start", FIRST if w == "start" else LAST, keys) for w in ("start", "end")}
+    return [(sign, _arm(windows[which], *arm)) for sign, arm, which in terms]
+
+
+def restated_verdicts(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """A restated experiment's pre-stated tests (:data:`RESTATED_TESTS`) from its stored runs: each a contrast
+    of per-run windows (the last 20 updates, ``end``; the first 5, ``start``) paired by seed, with its delta,
+    Holm-corrected across the experiment's family (:func:`rltutor.experiments.stats.verdict_table`)."""
+    df = _restated_runs(name, df)
+    rows = [
+        paired_row(test, metric, _restated_terms(name, df, metric, terms), delta)
+        for test, metric, terms, delta in RESTATED_TESTS[name]
+    ]
+    return verdict_table(rows)
+
+
+def restated_power(name: str, pilot: pd.DataFrame) -> pd.DataFrame:
+    """The power analysis of a restated experiment from its pilot (never counted): per test, the sd over the
+    pilot's seeds of its paired contrast, and the seeds 80% power at its delta needs at level 0.05 / m (Holm's
+    first step over the family of m tests); the experiment's n is the largest of them."""
+    from rltutor.experiments.stats import seeds_for_power
+
+    pilot = _restated_runs(name, pilot)
+    tests = RESTATED_TESTS[name]
+    rows = []
+    for test, metric, terms, delta in tests:
+        arms = _restated_terms(name, pilot, metric, terms)
+        common = sorted(set.intersection(*(set(x.dropna().index) for _, x in arms)))
+        diff = sum(w * x.loc[common] for w, x in arms)
+        sd = float(diff.std(ddof=1))
+        rows.append(
+            {
+                "test": test,
+                "metric": metric,
+                "delta": delta,
+                "pilot_mean": float(diff.mean()),
+                "pilot_sd": sd,
+                "pilot_seeds": len(common),
+                "n": seeds_for_power(sd, delta, tests=len(tests)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     """Chapter 07's pre-stated tests (module docstring) from stored :func:`horizon` runs."""
     end = _window(df, "reward", False, last, keys=("L", "algo", "seed"))
@@ -679,6 +809,7 @@ VERDICTS = {
     "family": family_verdicts,
     "regime": regime_table,
     "short_task2": short_task2_verdicts,
+    **{name: (lambda df, name=name: restated_verdicts(name, df)) for name in RESTATED},
 }
 """Each experiment's verdict function (its pre-stated tests) by name; the regime pilot's is its table."""
 
