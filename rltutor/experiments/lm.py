@@ -93,6 +93,28 @@ first 5 (10 for the length of wrong answers, which a few updates may lack).
   0-27, stored run by run in ``lm/short_task2.runs``. GRPO's gain in the pilot, +0.07 [-0.08, +0.22] over 3
   seeds, is below the issue's 0.15 and about 1.5 times delta: each arm's gain is read before its contrasts,
   and an arm whose gain's interval holds 0 is not read.
+* 2026-12-02, chapters 07-10 restated (issue 21), each in :data:`RESTATED` and its family of tests in
+  :data:`RESTATED_TESTS` (:func:`restated_verdicts`; the power analysis :func:`restated_power`): every test a
+  contrast of per-run windows, *end* the mean of the last 20 updates and *start* of the first 5, paired by seed,
+  with its delta, Holm-corrected across the experiment's family. Each experiment's pilot runs (seeds 300-302,
+  stored as ``lm/NAME_pilot*.csv``) are never counted; each entry below is committed before its main runs.
+
+  - 09 (``diversity``; the pairs task, :class:`rltutor.envs.tokens.PairsTask`: several correct answers per
+    prompt, a warm start that shows them uniformly; GRPO with token-mean, 2 epochs of 4 minibatches, lr 3e-4,
+    eps_high 0.2 against DAPO's 0.28, 150 warm-start steps, 200 updates). Why: the stored ``clip_higher`` test
+    read falling entropy as collapse, but its reward rose, which is sharpening; collapse is lost diversity, so
+    it is measured as distinct correct answers per prompt (of its 8 samples) and pass@8
+    (:func:`rltutor.rollout.tokens.group_diversity`). Tests: (a) eps_high 0.28 - 0.2, end distinct correct
+    answers, delta 0.1 (a tenth of an answer per prompt, about a seventh of what GRPO loses in the pilot; less
+    would not decide which clip a practitioner keeps); (b) eps_high 0.2, distinct correct answers start - end,
+    delta 0.1 (diversity is lost in training); (c) eps_high 0.28 - 0.2, end pass@8, delta 0.03 (three points of
+    what best-of-8 sampling finds); (d) eps_high 0.28 - 0.2, end reward, delta 0.05 (as in chapter 06). Pilot
+    (``diversity_pilot.csv``; at 60 warm-start steps the warm start held about one distinct correct answer per
+    prompt and so had no diversity to lose; at 150 steps, the chosen setting): eps_high 0.2 gained +0.46 in
+    reward (0.42 to 0.87) and went from 2.02 to 1.30 distinct correct answers; pilot contrasts (a) +0.12 (sd
+    0.071), (b) +0.71 (sd 0.148), (c) 0.000 (sd 0.023), (d) -0.026 (sd 0.033); 80% power at each delta at level
+    0.05 / 4 needs 9, 28, 10 and 8 seeds: n = 28 (seeds 0-27, ``lm/diversity.runs``; about 10 CPU-seconds a
+    run, 10 CPU-minutes in all).
 """
 
 from __future__ import annotations
