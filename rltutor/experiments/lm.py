@@ -115,6 +115,21 @@ first 5 (10 for the length of wrong answers, which a few updates may lack).
     0.071), (b) +0.71 (sd 0.148), (c) 0.000 (sd 0.023), (d) -0.026 (sd 0.033); 80% power at each delta at level
     0.05 / 4 needs 9, 28, 10 and 8 seeds: n = 28 (seeds 0-27, ``lm/diversity.runs``; about 10 CPU-seconds a
     run, 10 CPU-minutes in all).
+  - 08 (``length_bias2``; the pairs task with 16 completion tokens of room, GRPO against Dr.GRPO, lr 3e-4, 60
+    warm-start steps, 200 updates). Why: the stored ``length_bias`` runs lost reward in both arms, so their
+    length contrasts were vacuous; the test needs a regime where reward rises in both arms and wrong answers
+    have room to grow. Tests: (a) GRPO - Dr.GRPO, end length of wrong answers (tokens, EOS included), delta 0.3
+    (a tenth of the warm start's wrong-answer length of about 3 tokens; a bias smaller than that would not show
+    in a practitioner's length curves); (b) GRPO's wrong-answer length end - start, delta 0.3; (c) the same for
+    Dr.GRPO; (d) Dr.GRPO - GRPO, end reward, delta 0.05. Pilots: round 1 (``length_bias2_pilot.csv``, the
+    code of commit a769bae: addition with operands up to 19 at lr 3e-4, 60 and 150 warm-start steps) did not
+    learn (GRPO's gains -0.01 and +0.01), so round 2 (``length_bias2_pilot2.csv``) moved to the pairs task,
+    which learns from a short warm start: at 60 steps GRPO gained +0.36 (0.19 to 0.55) and Dr.GRPO +0.37, and
+    about 45% of the answers are still wrong at the end, so wrong-answer length is measured on many samples (at
+    150 steps about 15%). Pilot contrasts at 60 steps: (a) +0.12 tokens (sd 0.086), (b) +0.12 (sd 0.097), (c)
+    -0.01 (sd 0.024), (d) +0.005 (sd 0.049); 80% power at level 0.05 / 4 needs 4, 5, 3 and 14 seeds. n = 20
+    (seeds 0-19, ``lm/length_bias2.runs``), more than 14 because an sd from 3 seeds is itself uncertain and the
+    stored addition runs had seeds whose wrong answers ran away to the budget; about 10 CPU-seconds a run.
 """
 
 from __future__ import annotations
@@ -637,9 +652,9 @@ def _horizon2_tests() -> list[tuple]:
 RESTATED_TESTS = {
     "horizon2": _horizon2_tests(),
     "length_bias2": [
-        ("GRPO - Dr.GRPO", "wrong_length", [(1, ("GRPO",), "end"), (-1, ("Dr.GRPO",), "end")], 0.5),
-        ("GRPO: end - start", "wrong_length", [(1, ("GRPO",), "end"), (-1, ("GRPO",), "start")], 0.5),
-        ("Dr.GRPO: end - start", "wrong_length", [(1, ("Dr.GRPO",), "end"), (-1, ("Dr.GRPO",), "start")], 0.5),
+        ("GRPO - Dr.GRPO", "wrong_length", [(1, ("GRPO",), "end"), (-1, ("Dr.GRPO",), "end")], 0.3),
+        ("GRPO: end - start", "wrong_length", [(1, ("GRPO",), "end"), (-1, ("GRPO",), "start")], 0.3),
+        ("Dr.GRPO: end - start", "wrong_length", [(1, ("Dr.GRPO",), "end"), (-1, ("Dr.GRPO",), "start")], 0.3),
         ("Dr.GRPO - GRPO", "reward", [(1, ("Dr.GRPO",), "end"), (-1, ("GRPO",), "end")], 0.05),
     ],
     "diversity": [

@@ -1,0 +1,1 @@
+python -m rltutor.experiments.lm length_bias2 --scale quick --sft-steps 60 150 --seeds 300 301 302 --workers 2 --run-dir rltutor/data/lm/length_bias2_pilot2.runs --out rltutor/data/lm/length_bias2_pilot2.csv
