@@ -130,6 +130,27 @@ first 5 (10 for the length of wrong answers, which a few updates may lack).
     -0.01 (sd 0.024), (d) +0.005 (sd 0.049); 80% power at level 0.05 / 4 needs 4, 5, 3 and 14 seeds. n = 20
     (seeds 0-19, ``lm/length_bias2.runs``), more than 14 because an sd from 3 seeds is itself uncertain and the
     stored addition runs had seeds whose wrong answers ran away to the budget; about 10 CPU-seconds a run.
+  - 07 (``horizon2``; the sequence task at L = 4 and L = 16, each with the partial reward, the fraction of
+    right digits, and with the all-or-nothing reward, 1 only for the whole sequence; GRPO against PPO with a
+    value head, lambda = 0.95 and the critic fitted first on 8 batches of the warm-start policy; lr 3e-4, 60
+    warm-start steps, 200 updates). Why: the stored ``horizon`` runs used lambda = 1 and a critic starting at
+    V = 0, so even an exact critic gives at most twice the trajectory-level SNR there (the chapter's bound),
+    and the mechanism the chapter derives was not present. Tests, for each reward: (a) PPO - GRPO end reward
+    at L = 4, (b) at L = 16, (c) the interaction (PPO - GRPO at 16) - (PPO - GRPO at 4), the chapter's claim
+    "PPO pulls ahead as completions grow"; delta 0.05 each (five points of reward, as in chapter 06); one
+    family of six, Holm. With the partial reward the accuracy (exact match) is stored beside the reward and
+    shown, not tested. Pilots (seeds 300-302): round 1 (``horizon2_pilot.csv``, 60 steps) learned in every
+    arm of the partial reward (gains +0.26 to +0.35) and in the exact reward at L = 4 (+0.41); with the
+    exact reward at L = 16 the runs split by seed (a warm start that never writes a whole right sequence
+    gives every group the same reward 0 and nothing to learn from: one seed stayed at 0 in both arms, the
+    others reached 0.2-0.8). Round 2 (``horizon2_pilot2.csv``, 100 and 150 steps) left little room at L = 4
+    (the warm start already at 0.73-0.87; GRPO's partial-reward gain at L = 4 +0.09 and +0.07, intervals
+    holding 0), so the test keeps 60 steps. Pilot sd of the paired contrasts at 60 steps: 0.017, 0.030,
+    0.030 (partial), 0.015, 0.251, 0.250 (exact); 80% power at level 0.05 / 6 needs 5, 8, 8, 5, 310 and 306
+    seeds. The budget affords n = 30 (seeds 0-29, ``lm/horizon2.runs``; about 11 CPU-seconds a run, 240 runs,
+    about 45 CPU-minutes): enough for the partial reward and the exact reward at L = 4; for the exact reward
+    at L = 16 and its interaction, n = 30 detects only effects of about 0.17 in reward or more (at the pilot's
+    sd), so an undecided verdict there is a statement about the budget.
 """
 
 from __future__ import annotations
@@ -181,6 +202,8 @@ __all__ = [
     "RESTATED_TESTS",
     "restated_verdicts",
     "restated_power",
+    "restated_report",
+    "prestatement",
 ]
 
 
@@ -743,6 +766,63 @@ def restated_power(name: str, pilot: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+RESTATED_METRICS = {
+    "horizon2": ("reward", "accuracy"),
+    "length_bias2": ("reward", "wrong_length"),
+    "diversity": ("reward", "distinct_correct", "pass_at_8", "entropy"),
+    "family2": ("reward",),
+}
+"""The metrics whose training change :func:`restated_report` shows per arm (reward first: an arm whose reward
+gain's interval holds 0 did not learn, and its contrasts are not read)."""
+
+
+def prestatement(name: str) -> str:
+    """The dated entry of the module docstring that states experiment ``name``'s tests (as committed)."""
+    doc = __doc__ or ""
+    key = f"(``{name}``;"
+    if key not in doc:
+        raise ValueError(f"no pre-statement of {name!r} in rltutor.experiments.lm's docstring")
+    start = doc.rindex("\n  - ", 0, doc.index(key)) + 1
+    end = doc.find("\n  - ", start + 1)
+    return doc[start : end if end != -1 else len(doc)].rstrip()
+
+
+def restated_report(name: str) -> dict:
+    """A restated experiment read from its stored data (:mod:`rltutor.datafiles`): ``statement`` (its dated
+    pre-statement), ``commands`` (how each stored file was made), ``power`` (:func:`restated_power` on the pilot
+    at the chosen warm start), ``runs`` (the main runs' records), ``gains`` (per arm and metric of
+    :data:`RESTATED_METRICS`: :func:`rltutor.experiments.stats.training_gains`, last 20 minus first 5 updates),
+    ``learned`` (per arm: its reward gain's interval lies above 0) and ``verdicts``
+    (:func:`restated_verdicts`, each row with ``interpretable``: every arm of its terms learned)."""
+    from rltutor import datafiles
+    from rltutor.experiments.stats import training_gains
+
+    pilots = sorted(p.name for p in datafiles.path("lm").glob(f"{name}_pilot*.csv"))
+    # the latest pilot that ran the chosen warm start
+    frames = [pd.read_csv(datafiles.path(f"lm/{f}")) for f in pilots]
+    pilot = next(d for d in reversed(frames) if len(_restated_runs(name, d)))
+    runs = pd.read_csv(datafiles.path(f"lm/{name}.csv"))
+    keys = list(RESTATED_KEYS[name])
+    gains = pd.concat(
+        [training_gains(runs, keys, m, last=LAST, first=FIRST).assign(metric=m) for m in RESTATED_METRICS[name]],
+        ignore_index=True,
+    )
+    rew = gains[gains["metric"] == "reward"]
+    learned = {tuple(r[k] for k in keys): bool(r["learned"]) for _, r in rew.iterrows()}
+    verdicts = restated_verdicts(name, runs)
+    verdicts["interpretable"] = [all(learned[arm] for _, arm, _ in terms) for _, _, terms, _ in RESTATED_TESTS[name]]
+    commands = {f: datafiles.path(f"lm/{f}.cmd").read_text().strip() for f in (*[p[:-4] for p in pilots], name)}
+    return {
+        "statement": prestatement(name),
+        "commands": commands,
+        "power": restated_power(name, pilot),
+        "runs": runs,
+        "gains": gains,
+        "learned": learned,
+        "verdicts": verdicts,
+    }
+
+
 def horizon_verdicts(df: pd.DataFrame, last: int = 20) -> pd.DataFrame:
     """Chapter 07's pre-stated tests (module docstring) from stored :func:`horizon` runs."""
     end = _window(df, "reward", False, last, keys=("L", "algo", "seed"))
@@ -1050,13 +1130,15 @@ def main(argv: list[str] | None = None) -> int:
     df = seed_runs(args.experiment, args.seeds, args.scale, args.updates, args.workers, run_dir, **options)
     store_records(df, args.out, "rltutor.experiments.lm", argv or sys.argv[1:])
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        if args.experiment in VERDICTS:
-            print(VERDICTS[args.experiment](df).round(4).to_string(index=False))
-        else:  # a pilot of a restated experiment: each arm's training gain in reward
+        if args.experiment in RESTATED:  # each arm's training gain in reward; the tests where the runs have them
             from rltutor.experiments.stats import training_gains
 
             by = [c for c in df.columns if c not in ("seed", "update", *COLUMNS[args.experiment])]
-            print(training_gains(df, by, "reward", last=20, first=5).round(4).to_string(index=False))
+            print(training_gains(df, by, "reward", last=LAST, first=FIRST).round(4).to_string(index=False))
+            if len(_restated_runs(args.experiment, df)):
+                print(restated_verdicts(args.experiment, df).round(4).to_string(index=False))
+        else:
+            print(VERDICTS[args.experiment](df).round(4).to_string(index=False))
     print(f"{len(df)} rows in {time.perf_counter() - t0:.0f} s; wrote {args.out}")
     return 0
 
