@@ -204,6 +204,8 @@ __all__ = [
     "restated_power",
     "restated_report",
     "prestatement",
+    "arm_settings",
+    "read_stored",
 ]
 
 
@@ -776,6 +778,46 @@ RESTATED_METRICS = {
 gain's interval holds 0 did not learn, and its contrasts are not read)."""
 
 
+ARM_NOTES = {
+    "dapo": "dynamic sampling: refills dropped groups with fresh prompts, so it may draw more prompts a batch",
+    "rloo": "the clipped ratio (PPO loss) in place of the preset's on-policy REINFORCE, as verl runs RLOO",
+    "reinforce_pp": "8 prompts x 8 in place of the preset's 64 x 1; its baseline is the batch mean",
+    "reinforce_pp_baseline": "REINFORCE++-baseline: the group mean, then the batch std",
+    "ppo": "a critic (value head), GAE with gamma = lambda = 1",
+}
+"""Where an arm of ``family2`` departs from equal settings or from its preset, and why (:func:`arm_settings`)."""
+
+
+def arm_settings(name: str, scale: str | None = None) -> pd.DataFrame:
+    """What each arm of experiment ``name`` runs with, read from its resolved config (not retyped): prompts and
+    completions per batch, epochs and minibatches (optimizer steps per batch = epochs x minibatches), the
+    estimator, loss, clip range and aggregation, learning rate, warm-start steps, and a note where the arm
+    departs from the others (:data:`ARM_NOTES`)."""
+    arms, updates = experiment_arms(name, scale)
+    rows = []
+    for arm in arms:
+        c = arm.config(resolve_scale(scale), 0)
+        rows.append(
+            {
+                "arm": arm.label,
+                **arm.tags,
+                "prompts": c.num_groups,
+                "per_prompt": c.group_size,
+                "epochs": c.epochs,
+                "minibatches": c.minibatches,
+                "steps_per_batch": c.epochs * c.minibatches,
+                "estimator": c.estimator,
+                "loss": c.loss,
+                "clip": f"{c.clip_low:g}/{c.clip_high:g}",
+                "agg": c.agg,
+                "lr": c.lr,
+                "updates": updates,
+                "note": ARM_NOTES.get(arm.label, ""),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def prestatement(name: str) -> str:
     """The dated entry of the module docstring that states experiment ``name``'s tests (as committed)."""
     doc = __doc__ or ""
@@ -785,6 +827,14 @@ def prestatement(name: str) -> str:
     start = doc.rindex("\n  - ", 0, doc.index(key)) + 1
     end = doc.find("\n  - ", start + 1)
     return doc[start : end if end != -1 else len(doc)].rstrip()
+
+
+def read_stored(name: str) -> pd.DataFrame:
+    """The stored records of experiment file ``name`` (``lm/NAME.csv``, or ``lm/NAME.csv.gz`` for the larger)."""
+    from rltutor import datafiles
+
+    gz = datafiles.path(f"lm/{name}.csv.gz")
+    return pd.read_csv(gz if gz.exists() else datafiles.path(f"lm/{name}.csv"))
 
 
 def restated_report(name: str) -> dict:
@@ -801,7 +851,7 @@ def restated_report(name: str) -> dict:
     # the latest pilot that ran the chosen warm start
     frames = [pd.read_csv(datafiles.path(f"lm/{f}")) for f in pilots]
     pilot = next(d for d in reversed(frames) if len(_restated_runs(name, d)))
-    runs = pd.read_csv(datafiles.path(f"lm/{name}.csv"))
+    runs = read_stored(name)
     keys = list(RESTATED_KEYS[name])
     gains = pd.concat(
         [training_gains(runs, keys, m, last=LAST, first=FIRST).assign(metric=m) for m in RESTATED_METRICS[name]],

@@ -163,7 +163,8 @@ KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY",)
 
 
 def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> str:
-    """Write ``df`` to ``out`` (CSV, 5 significant digits) and ``python -m MODULE ARGV`` to ``out``'s ``.cmd``
+    """Write ``df`` to ``out`` (CSV, 5 significant digits; gzip-compressed where ``out`` ends in ``.gz``) and
+    ``python -m MODULE ARGV`` to ``out``'s ``.cmd``
     beside it, so that a stored result names the command that reproduces it; the environment variables that
     choose PyTorch's CPU kernels (:data:`KERNEL_VARIABLES`), where set, lead the command, since another kernel
     gives other numbers. Returns the command."""
@@ -171,6 +172,7 @@ def store_records(df: pd.DataFrame, out: str, module: str, argv: list[str]) -> s
     df.to_csv(out, index=False, float_format="%.5g")
     env = "".join(f"{k}={shlex.quote(os.environ[k])} " for k in KERNEL_VARIABLES if os.environ.get(k))
     cmd = env + f"python -m {module} " + " ".join(shlex.quote(a) for a in argv)
-    with open(os.path.splitext(out)[0] + ".cmd", "w") as f:
+    stem = out[: -len(".gz")] if out.endswith(".gz") else out  # "x.csv.gz" (pandas compresses it): x.cmd
+    with open(os.path.splitext(stem)[0] + ".cmd", "w") as f:
         f.write(cmd + "\n")
     return cmd
