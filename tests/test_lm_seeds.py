@@ -279,3 +279,63 @@ def test_store_records_writes_the_csv_and_the_command_beside_it(tmp_path, monkey
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # another kernel: the command says so
     cmd = store_records(df, str(out), "rltutor.experiments.lm", ["horizon"])
     assert cmd == "ATEN_CPU_CAPABILITY=default python -m rltutor.experiments.lm horizon"
+
+
+def _synthetic_runs(name: str, effect: float, seeds: int = 12) -> pd.DataFrame:
+    """Runs of every arm of a restated experiment, 30 updates each: every metric 0.5 plus seed noise, and the
+    first test's first arm ``effect`` higher in the metric of that test over the whole run."""
+    rng = np.random.default_rng(0)
+    arms, _ = lm.experiment_arms(name, "quick")
+    test, metric, terms, _ = lm.RESTATED_TESTS[name][0]
+    planted = terms[0][1]
+    keys = lm.RESTATED_KEYS[name]
+    rows = []
+    for arm in arms:
+        key = tuple({**arm.tags, "algo": arm.label}[k] for k in keys)
+        for s in range(seeds):
+            base = 0.5 + 0.01 * rng.standard_normal()
+            for u in range(1, 31):
+                row = {**arm.tags, "algo": arm.label, "seed": s, "update": u}
+                for m in lm.COLUMNS[name]:
+                    row[m] = base + 0.005 * rng.standard_normal() + (effect if (key == planted and m == metric) else 0)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("name", sorted(lm.RESTATED))
+def test_restated_verdicts_find_a_planted_effect_and_call_a_null_equivalent(name):
+    """A restated family read from synthetic runs: an effect planted in the first test's first arm, far above its
+    delta, is confirmed; with nothing planted, every test of an end window comes out equivalent (differences of
+    about 0.003 against deltas of 0.03 or more), and every row carries its delta and the family's size."""
+    table = lm.restated_verdicts(name, _synthetic_runs(name, effect=1.0))
+    assert table["verdict"].iloc[0] == "confirmed"
+    assert (table["family"] == len(lm.RESTATED_TESTS[name])).all()
+    assert table["delta"].tolist() == [t[3] for t in lm.RESTATED_TESTS[name]]
+    null = lm.restated_verdicts(name, _synthetic_runs(name, effect=0.0))
+    assert set(null["verdict"]) == {"equivalent"}
+    power = lm.restated_power(name, _synthetic_runs(name, effect=0.0, seeds=3))
+    assert len(power) == len(lm.RESTATED_TESTS[name]) and (power["n"] >= 2).all()
+
+
+@pytest.mark.parametrize("name", sorted(lm.RESTATED))
+def test_restated_arms_share_their_batch_and_steps_and_are_tagged_with_their_warm_start(name):
+    """Every arm of a restated experiment samples the same prompts x completions and takes the same optimizer
+    steps a batch (chapter 10's equal-settings comparison depends on it), read from the resolved configs; each is
+    tagged with its warm start, and a pilot's grid of warm starts gives one arm per setting."""
+    table = lm.arm_settings(name)
+    assert (table["prompts"] * table["per_prompt"]).nunique() == 1 and table["steps_per_batch"].nunique() == 1
+    assert (table["sft_steps"] == lm.RESTATED[name]["sft_steps"]).all()
+    one, _ = lm.experiment_arms(name, "quick")
+    two, _ = lm.experiment_arms(name, "quick", sft_steps=(10, 20))
+    assert len(two) == 2 * len(one) and {a.tags["sft_steps"] for a in two} == {10, 20}
+    assert f"(``{name}``;" in lm.prestatement(name)
+
+
+def test_store_records_compresses_a_gz_out_and_names_its_command_without_the_suffixes(tmp_path, monkeypatch):
+    from rltutor.experiments.runs import store_records
+
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    out = tmp_path / "lab.csv.gz"
+    store_records(pd.DataFrame({"seed": [0], "reward": [0.5]}), str(out), "rltutor.experiments.lm", ["x"])
+    assert out.read_bytes()[:2] == b"\x1f\x8b" and pd.read_csv(out)["reward"].tolist() == [0.5]
+    assert (tmp_path / "lab.cmd").read_text() == "python -m rltutor.experiments.lm x\n"

@@ -147,10 +147,26 @@ first 5 (10 for the length of wrong answers, which a few updates may lack).
     (the warm start already at 0.73-0.87; GRPO's partial-reward gain at L = 4 +0.09 and +0.07, intervals
     holding 0), so the test keeps 60 steps. Pilot sd of the paired contrasts at 60 steps: 0.017, 0.030,
     0.030 (partial), 0.015, 0.251, 0.250 (exact); 80% power at level 0.05 / 6 needs 5, 8, 8, 5, 310 and 306
-    seeds. The budget affords n = 30 (seeds 0-29, ``lm/horizon2.runs``; about 11 CPU-seconds a run, 240 runs,
-    about 45 CPU-minutes): enough for the partial reward and the exact reward at L = 4; for the exact reward
-    at L = 16 and its interaction, n = 30 detects only effects of about 0.17 in reward or more (at the pilot's
-    sd), so an undecided verdict there is a statement about the budget.
+    seeds. The budget affords n = 20 (seeds 0-19, ``lm/horizon2.runs``, records ``lm/horizon2.csv.gz``; about
+    11 CPU-seconds a run, 160 runs; first stated as n = 30 and lowered to 20 before any main run, when the
+    session's CPU budget was counted): enough for the partial reward and the exact reward at L = 4; for the
+    exact reward at L = 16 and its interaction, n = 20 detects only effects of about 0.21 in reward or more
+    (at the pilot's sd), so an undecided verdict there is a statement about the budget.
+  - 10 (``family2``; every preset of :data:`rltutor.config.LM_ALGOS` and REINFORCE++-baseline on addition with
+    operands up to 19, each with 8 prompts x 8 completions, 2 epochs of 4 minibatches (8 optimizer steps a
+    batch), lr 1e-4, 300 warm-start steps, 200 updates; where an arm departs from that or from its preset,
+    :data:`ARM_NOTES` says so). Why: in the stored ``family`` runs REINFORCE++ sampled 64 prompts a batch
+    against 8, RLOO took 1 optimizer step a batch against 4, and with one epoch the clip and IS-weight
+    variants barely acted (CISPO's clip fraction about 0.0002). Tests: each preset - GRPO, end reward, delta
+    0.05 (as in chapter 06), one family of nine, Holm; every arm's gain is shown beside them, with its clip
+    fraction and approx KL. Pilots (seeds 300-302): round 1 (``family2_pilot.csv``, the code of commit
+    320f4cf: lr 3e-4, 300 steps) did not train: with 8 steps a batch GRPO lost reward (0.51 to 0.45), CISPO
+    fell to 0.06, and the paired sds asked for up to 230 seeds; round 2 (``family2_pilot2.csv``, lr 1e-4, 200
+    and 300 steps) learned in every arm (GRPO +0.20 at 200 steps, +0.17 at 300). At 300 steps the paired sds
+    were 0.002-0.034 and 80% power at level 0.05 / 9 needs 3-10 seeds (CISPO's contrast, sd 0.034, the most);
+    at 200 steps up to 26, beyond the budget (10 arms at about 25 CPU-seconds a run). So 300 steps and n = 12
+    (seeds 0-11, ``lm/family2.runs``, records ``lm/family2.csv.gz``), two above 10 because an sd from 3 seeds
+    is itself uncertain.
 """
 
 from __future__ import annotations
