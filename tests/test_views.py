@@ -183,3 +183,27 @@ def test_a_curve_without_rates_has_one_panel_and_bad_records_are_refused():
     assert curves.outcome(_history(toolshell=False)) == "mean return of the last 10 episodes 0.8"
     with pytest.raises(ValueError, match="needs column 'return_last10'"):
         curves.learning_curve(_history(toolshell=False).drop(columns="return_last10"))
+
+
+def test_restated_curves_draw_one_panel_per_metric_or_per_facet():
+    """views.restated.curves: a panel per metric (each with its unit in the label), or, with ``facet``, one metric
+    in a panel per facet value, a curve per arm in each."""
+    from rltutor.views import restated
+
+    rows = [
+        {"algo": a, "L": L, "seed": s, "update": u, "reward": 0.1 * u, "accuracy": 0.05 * u}
+        for a in ("GRPO", "PPO")
+        for L in (4, 16)
+        for s in range(3)
+        for u in range(1, 11)
+    ]
+    runs = pd.DataFrame(rows)
+    fig = restated.curves(runs, {"reward": "reward", "accuracy": "accuracy (fraction)"}, facet=None)
+    drawn = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+    assert len(drawn) == 2 and "accuracy (fraction), 5-update mean" in drawn[1].get_ylabel()
+    fig = restated.curves(runs, {"reward": "reward"}, facet=["L"])
+    drawn = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+    assert [ax.get_title() for ax in drawn] == ["L = 4", "L = 16"] and all(len(ax.lines) == 2 for ax in drawn)
+    with pytest.raises(ValueError):
+        restated.curves(runs, {"reward": "reward", "accuracy": "accuracy"}, facet=["L"])  # facet: one metric
+    plt.close("all")
