@@ -55,6 +55,8 @@ def curves(runs: pd.DataFrame, metrics: dict, by: str = "algo", facet: list[str]
     for m in metrics:
         smooth[m] = runs.groupby(keys)[m].transform(lambda x: x.rolling(window, min_periods=1).mean())
     if facet:
+        if len(metrics) != 1:
+            raise ValueError(f"with facet={facet!r} curves draws one metric, got {list(metrics)}: pass one")
         ((metric, ylabel),) = metrics.items()
         groups = list(smooth.groupby(facet, sort=True))
         panels = [
