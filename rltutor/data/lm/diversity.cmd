@@ -1,0 +1,1 @@
+python -m rltutor.experiments.lm diversity --scale quick --seeds 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 --workers 2 --run-dir rltutor/data/lm/diversity.runs --out rltutor/data/lm/diversity.csv
