@@ -1,0 +1,1 @@
+python -m rltutor.experiments.credit --main-test --hours 1
