@@ -37,11 +37,13 @@ few calls for all of them), so the SFT's count leans high; the trainer's Adam is
 counted: CUDA's start-up (a few seconds once per process) and the first call's one-time costs.
 
 The CPU time of the same arm is measured: its SFT, its first update and a few steady updates after it,
-extrapolated to the arm's number of updates (:func:`measure_arm`).
+extrapolated to the arm's number of updates, in the process's CPU seconds, which the other jobs of a shared
+machine do not inflate (:func:`measure_arm`; the wall time is stored beside it).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -183,15 +185,15 @@ def _count(fn):
 
 
 def dispatch_seconds(repeats: int = 20000) -> float:
-    """Seconds per call of a trivial operator (adding two 1-element tensors) on this machine: its host
+    """CPU seconds per call of a trivial operator (adding two 1-element tensors) on this machine: its host
     overhead per operator, which a GPU machine pays too, plus the kernel launch."""
     a, b = torch.ones(1), torch.ones(1)
     for _ in range(1000):
         torch.add(a, b)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for _ in range(repeats):
         torch.add(a, b)
-    return (time.perf_counter() - t0) / repeats
+    return (time.process_time() - t0) / repeats
 
 
 # ----------------------------------------------------------------------------------------------
@@ -229,11 +231,15 @@ def _sft_key(config) -> tuple:
 def measure_arm(config, updates: int, timed: int = 3, sft_cache: dict | None = None) -> dict:
     """Measure one arm of ``config`` on this CPU and estimate its T4 time for ``updates`` updates.
 
-    CPU: the warm start (SFT, timed in full; ``sft_cache`` keeps the time of a setting already warm-started
+    CPU: the warm start (SFT, timed in full; ``sft_cache`` keeps the times of a setting already warm-started
     in this process, which :func:`rltutor.build.warm_start` then copies from its cache), the first update
     (with the critic warm-up where the config asks for it), then ``timed`` updates, whose median (and the
-    sampler's share, the collector's ``sample_time``) is extrapolated: the sampler always runs the full
-    completion budget (``stop_early=False``), so an update costs the same throughout a run. Then one more
+    sampler's share, the collector's ``sample_time`` over the update's wall time) is extrapolated: the
+    sampler always runs the full completion budget (``stop_early=False``), so an update costs the same
+    throughout a run. The ``cpu_*`` columns are the process's CPU seconds (:func:`time.process_time`; one
+    torch thread, so on an idle machine they equal the wall time), which a shared machine's other jobs do not
+    inflate as they do the wall time; ``wall_s_estimate_full_run`` is the wall time, ``load_avg_1min`` the
+    machine's load when the arm started. Then one more
     batch and update under :class:`OpCounter`, and one SFT step, for the operator calls. Returns a dict of
     the table's columns."""
     from rltutor.build import sft, warm_start
@@ -244,21 +250,24 @@ def measure_arm(config, updates: int, timed: int = 3, sft_cache: dict | None = N
     sft_cache = {} if sft_cache is None else sft_cache
     task = make_env(config.env, seed=config.seed, **config.env_options)
     key = _sft_key(config)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     if key not in sft_cache:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         warm_start(config, task)
-        sft_cache[key] = time.perf_counter() - t0
+        sft_cache[key] = (time.process_time() - c0, time.perf_counter() - t0)
     trainer = Trainer(config)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     trainer.step()
-    first_s = time.perf_counter() - t0
-    steps, samples = [], []
+    first_cpu, first_wall = time.process_time() - c0, time.perf_counter() - t0
+    cpus, walls, shares = [], [], []
     for _ in range(timed):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         row = trainer.step()
-        steps.append(time.perf_counter() - t0)
-        samples.append(row["sample_time"])
-    step_s, sample_s = statistics.median(steps), statistics.median(samples)
+        cpus.append(time.process_time() - c0)
+        walls.append(time.perf_counter() - t0)
+        shares.append(row["sample_time"] / walls[-1])  # the sampler's share of the update (wall clock)
+    step_s, step_wall = statistics.median(cpus), statistics.median(walls)
+    sample_s = step_s * statistics.median(shares)
 
     # Operator calls and PyTorch's own FLOP count of one batch and one update.
     trainer.policy.eval()
@@ -287,7 +296,7 @@ def measure_arm(config, updates: int, timed: int = 3, sft_cache: dict | None = N
     sft_t4 = t4_seconds(sft_f, sft_ops)
     warm_t4 = t4_seconds(warm_counted, warm_ops)
     t4 = [updates * per_update[i] + config.sft_steps * sft_t4[i] + warm_t4[i] for i in (0, 1)]
-    sft_s = sft_cache[key]
+    sft_s, sft_wall = sft_cache[key]
     return {
         "updates": updates,
         "sft_steps": config.sft_steps,
@@ -296,11 +305,13 @@ def measure_arm(config, updates: int, timed: int = 3, sft_cache: dict | None = N
         "new_tokens": T,
         "epochs": config.epochs,
         "params": sum(p.numel() for p in trainer.policy.parameters()),
-        "cpu_s_measured_estimate_full_run": sft_s + first_s + (updates - 1) * step_s,
+        "cpu_s_measured_estimate_full_run": sft_s + first_cpu + (updates - 1) * step_s,
         "cpu_s_per_update": step_s,
         "cpu_sample_s_per_update": sample_s,
         "cpu_sft_s": sft_s,
-        "cpu_first_update_s": first_s,
+        "cpu_first_update_s": first_cpu,
+        "wall_s_estimate_full_run": sft_wall + first_wall + (updates - 1) * step_wall,
+        "load_avg_1min": load,
         "t4_s_low": t4[0],
         "t4_s_high": t4[1],
         "t4_s_per_update_low": per_update[0],
@@ -351,9 +362,9 @@ def _duration(lo: float, hi: float) -> str:
 def t4_sentence(name: str, table) -> str:
     """One sentence a chapter prints: experiment ``name``'s full scale, one arm's estimated T4 time (the
     lowest ``t4_s_low`` to the highest ``t4_s_high`` over its arms) and its CPU time (the range of
-    ``cpu_s_measured_estimate_full_run`` over its arms), from ``table``: the stored ``lm/t4_estimate.csv``
-    (columns experiment, updates, t4_s_low, t4_s_high, cpu_s_measured_estimate_full_run, and ``cpu``, the
-    processor that measured it, where there)."""
+    ``cpu_s_measured_estimate_full_run``, one thread's CPU seconds, over its arms), from ``table``: the stored
+    ``lm/t4_estimate.csv`` (columns experiment, updates, t4_s_low, t4_s_high,
+    cpu_s_measured_estimate_full_run, and ``cpu``, the processor that measured it, where there)."""
     from rltutor.config import LM_SCALES
 
     rows = table[table["experiment"] == name]
@@ -369,5 +380,5 @@ def t4_sentence(name: str, table) -> str:
         f"one arm, its warm start included, about {_duration(rows['t4_s_low'].min(), rows['t4_s_high'].max())} "
         "on a Colab T4 "
         "(estimated from a FLOP count and the operator calls counted on a CPU; not measured on a GPU), "
-        f"about {_duration(cpu.min(), cpu.max())} on {where}."
+        f"about {_duration(cpu.min(), cpu.max())} on one core of {where}."
     )
