@@ -1,0 +1,1 @@
+python benchmarks/t4_estimate.py --out rltutor/data/lm/t4_estimate.csv
