@@ -849,8 +849,10 @@ def read_stored(name: str) -> pd.DataFrame:
     """The stored records of experiment file ``name`` (``lm/NAME.csv``, or ``lm/NAME.csv.gz`` for the larger)."""
     from rltutor import datafiles
 
-    gz = datafiles.path(f"lm/{name}.csv.gz")
-    return pd.read_csv(gz if gz.exists() else datafiles.path(f"lm/{name}.csv"))
+    try:
+        return pd.read_csv(datafiles.path(f"lm/{name}.csv"))
+    except FileNotFoundError:
+        return pd.read_csv(datafiles.path(f"lm/{name}.csv.gz"))
 
 
 def restated_report(name: str) -> dict:
