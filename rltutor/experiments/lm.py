@@ -454,7 +454,7 @@ def experiment_arms(name: str, scale: str | None = None, **options) -> tuple[lis
         ]
         return arms, {"quick": SHORT2["updates"], "full": 300}[sc]
     if name in RESTATED:
-        return _restated_arms(name, options.get("sft_steps")), {"quick": RESTATED[name]["updates"], "full": 300}[sc]
+        return _restated_arms(name, options.get("sft_steps"), sc), {"quick": RESTATED[name]["updates"], "full": 300}[sc]
     if name == "regime":
         g = REGIME_PILOTS[options.get("round", 1) - 1]
         arms = [
@@ -474,9 +474,9 @@ def experiment_arms(name: str, scale: str | None = None, **options) -> tuple[lis
     return arms, {"quick": 25, "full": 300}[sc]
 
 
-def _restated_arms(name: str, sft_steps=None) -> list[Arm]:
-    """The arms of a restated experiment (:data:`RESTATED`), each at every warm start of ``sft_steps`` (a pilot's
-    grid; default: the experiment's own)."""
+def _restated_arms(name: str, sft_steps=None, scale: str = "quick") -> list[Arm]:
+    """The arms of a restated experiment (:data:`RESTATED`) at ``scale``, each at every warm start of
+    ``sft_steps`` (a pilot's grid; default: the experiment's own)."""
     spec = RESTATED[name]
     sfts = tuple(sft_steps) if sft_steps else (spec["sft_steps"],)
     arms = []
@@ -512,7 +512,8 @@ def _restated_arms(name: str, sft_steps=None) -> list[Arm]:
                 for ch in spec["clip_highs"]
             ]
         else:  # family2: every preset (and REINFORCE++-baseline) with 8 prompts x 8, the same epochs and minibatches
-            same = dict(ov, epochs=spec["epochs"], minibatches=spec["minibatches"], num_groups=8, group_size=8)
+            batch = dict(num_groups=LM_SCALES[scale]["num_groups"], group_size=LM_SCALES[scale]["group_size"])
+            same = dict(ov, epochs=spec["epochs"], minibatches=spec["minibatches"], **batch)
             # RLOO's preset is on-policy REINFORCE (one step a batch); with several steps a batch it takes the
             # clipped ratio as verl runs it (algorithm.adv_estimator=rloo under the actor's PPO loss)
             arms += [
@@ -797,7 +798,7 @@ gain's interval holds 0 did not learn, and its contrasts are not read)."""
 ARM_NOTES = {
     "dapo": "dynamic sampling: refills dropped groups with fresh prompts, so it may draw more prompts a batch",
     "rloo": "the clipped ratio (PPO loss) in place of the preset's on-policy REINFORCE, as verl runs RLOO",
-    "reinforce_pp": "8 prompts x 8 in place of the preset's 64 x 1; its baseline is the batch mean",
+    "reinforce_pp": "the others' batch in place of the preset's one completion a prompt; its baseline: the batch mean",
     "reinforce_pp_baseline": "REINFORCE++-baseline: the group mean, then the batch std",
     "ppo": "a critic (value head), GAE with gamma = lambda = 1",
 }

@@ -46,6 +46,15 @@ def show(report: dict, digits: int = 3) -> None:
     display(sentences(marked))
 
 
+def _bounds(label: str):
+    """The range a metric can take, read from its axis label: a fraction [0, 1], a length or count >= 0."""
+    if "(fraction" in label or label.startswith("reward"):
+        return (0.0, 1.0)
+    if any(unit in label for unit in ("[tokens", "[nats", "per prompt")):
+        return (0.0, None)
+    return None
+
+
 def curves(runs: pd.DataFrame, metrics: dict, by: str = "algo", facet: list[str] | None = None, window: int = 5):
     """Each metric of ``metrics`` ({column: axis label with its unit}) against the update, mean over seeds with
     its 95% band, one curve per ``by`` value, each run smoothed by a ``window``-update moving mean; with
@@ -67,8 +76,8 @@ def curves(runs: pd.DataFrame, metrics: dict, by: str = "algo", facet: list[str]
     fig, axes = panel_grid(len(panels), panel_height=3.4)
     seeds = runs["seed"].nunique()
     for ax, (metric, ylabel, title, d) in zip(axes, panels, strict=True):
-        line_with_band(ax, d, "update", metric, by=by)
+        line_with_band(ax, d, "update", metric, by=by, bounds=_bounds(ylabel))
         label_axes(ax, "update", f"{ylabel}, {window}-update mean", title or f"mean and 95% band, {seeds} seeds")
-    legend_beside(axes[-1], fontsize=8)
+    legend_beside(axes[-1])
     fig.tight_layout()
     return fig
