@@ -1,0 +1,1 @@
+python -m rltutor.experiments.lm horizon2 --scale quick --seeds 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 --workers 2 --run-dir rltutor/data/lm/horizon2.runs --out rltutor/data/lm/horizon2.csv.gz
