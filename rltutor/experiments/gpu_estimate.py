@@ -79,9 +79,20 @@ OP_SECONDS = (8e-6, 20e-6)
 (Python, PyTorch's dispatcher and the CUDA kernel launch; commonly 5-25 microseconds in eager mode)."""
 SFT_BATCH = 64
 """Rows per SFT step (:func:`rltutor.build.sft`'s default batch)."""
-CHAPTER_EXPERIMENTS = ("short_task2", "horizon", "length_bias", "clip_higher", "family")
+CHAPTER_EXPERIMENTS = (
+    "short_task2",
+    "horizon",
+    "length_bias",
+    "clip_higher",
+    "family",
+    "horizon2",
+    "length_bias2",
+    "diversity",
+    "family2",
+)
 """The experiments of :mod:`rltutor.experiments.lm` that chapters 06-10 state (``regime`` is a pilot and
-``short_task`` was restated as ``short_task2``)."""
+``short_task`` was restated as ``short_task2``; ``horizon2``, ``length_bias2``, ``diversity`` and ``family2``
+are chapters 07-10 restated)."""
 
 
 # ----------------------------------------------------------------------------------------------
