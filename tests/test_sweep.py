@@ -129,6 +129,66 @@ def test_optimizer_steps_count_the_trainers_gradient_steps():
     assert sweep.optimizer_steps(sweep.Run("main", "CartPole-v1", "CartPole-v1", "grpo", 1, 1500)) is None
 
 
+def test_confounds_plan_matches_optimizer_steps_and_hides_progress():
+    runs = sweep.plan_confounds(seeds=[1, 2])
+    assert len(runs) == 2 * (3 * 3 + 2)  # per seed: ppo, grpo, matched ppo at each T; two blind arms at T = 80
+    by = {(r.horizon, r.algo, r.variant, r.seed): r for r in runs}
+    for T in sweep.CONFOUNDS_HORIZONS:
+        matched, grpo, ppo = by[(T, "ppo", "matched", 1)], by[(T, "grpo", "default", 1)], by[(T, "ppo", "default", 1)]
+        assert sweep.optimizer_steps(matched) == sweep.optimizer_steps(grpo)  # the confound removed
+        assert matched.total_steps == grpo.total_steps == ppo.total_steps  # and the env steps still equal
+    assert sweep.optimizer_steps(by[(80, "ppo", "default", 1)]) > 10 * sweep.optimizer_steps(
+        by[(80, "grpo", "default", 1)]
+    )
+    blind = by[(80, "ppo", "blind", 1)]
+    from rltutor.config import make_config
+
+    cfg = make_config(blind.algo, **sweep._config_kwargs(blind))
+    assert cfg.env_options == {"horizon": 80, "observe_progress": False}
+
+
+def _confounds_finals(effect, slope, hidden_effect, seeds=8, sd=0.02, seed=0):
+    """Synthetic finals of the confounds study: GRPO at 0.7, PPO ahead by effect(T) = effect + slope *
+    log2(T / 80), the matched PPO the same, the blind arms apart by hidden_effect; noise of sd per run."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(seeds):
+        for T in sweep.CONFOUNDS_HORIZONS:
+            lead = effect + slope * np.log2(T / 80)
+            for algo, variant, mean in (
+                ("grpo", "default", 0.7),
+                ("ppo", "default", 0.7 + lead),
+                ("ppo", "matched", 0.7 + lead),
+            ):
+                rows.append(("confounds", f"corridor T={T}", algo, variant, T, mean + sd * rng.standard_normal()))
+        for algo, mean in (("grpo", 0.6), ("ppo", 0.6 + hidden_effect)):
+            rows.append(("confounds", "corridor T=80", algo, "blind", 80, mean + sd * rng.standard_normal()))
+    return _finals(rows)
+
+
+def test_confounds_verdicts_find_a_planted_effect_and_a_planted_null():
+    v = sweep.confounds_verdicts(_confounds_finals(effect=0.2, slope=0.05, hidden_effect=0.2)).reset_index(drop=True)
+    assert list(v["family"].unique()) == [6] and v["delta"].notna().all()
+    assert list(v["verdict"]) == ["confirmed"] * 5 + ["equivalent"]  # hiding progress changes nothing here
+    assert v.loc[1, "estimate"] == pytest.approx(0.05, abs=0.01)  # the slope per doubling of T
+    v = sweep.confounds_verdicts(_confounds_finals(effect=0.0, slope=0.0, hidden_effect=-0.2)).reset_index(drop=True)
+    assert list(v["verdict"][:4]) == ["equivalent"] * 4
+    assert v.loc[4, "verdict"] == "refuted" and v.loc[5, "verdict"] == "confirmed"  # the lead shrinks when hidden
+
+
+def test_confounds_power_and_gains():
+    pilot = _confounds_finals(effect=0.1, slope=0.02, hidden_effect=0.0, seeds=3, sd=0.05)
+    power = sweep.confounds_power(pilot)
+    assert len(power) == 6 and (power["seeds_needed"] >= 2).all() and (power["pilot_seeds"] == 3).all()
+    noisier = sweep.confounds_power(_confounds_finals(0.1, 0.02, 0.0, seeds=3, sd=0.15))
+    assert (noisier["seeds_needed"] > power["seeds_needed"]).all()  # more spread asks for more seeds
+    pilot["start_norm"] = pilot["final_norm"] - np.where(pilot["variant"] == "blind", 0.0, 0.2)
+    pilot["seed"] = np.repeat(np.arange(3), len(pilot) // 3)
+    g = sweep.confounds_gains(pilot).set_index(["horizon", "algo", "variant"])
+    assert g.loc[(80, "ppo", "matched"), "gain"] == pytest.approx(0.2) and g.loc[(80, "ppo", "matched"), "learned"]
+    assert not g.loc[(80, "grpo", "blind"), "learned"]  # no gain: marked, its contrasts not read
+
+
 def test_canned_experiments_of_the_horizon_chapters(tmp_path):
     from rltutor.experiments import horizon
 

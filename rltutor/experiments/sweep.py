@@ -32,6 +32,37 @@ scale, versions, wall time).
 
     python -m rltutor.experiments.sweep --scale quick --out runs/sweep_quick
     python -m rltutor.experiments.sweep --scale full --out rltutor/data/horizon/sweep --workers 2
+
+The confounds study (chapter 05 restated, ``--study confounds``). The first sweep compared the presets at equal
+environment steps, and on the corridor that is not equal optimizer steps: in 30,000 steps PPO takes about 940
+gradient steps at every T, GRPO 752, 188 and 48 at T = 5, 20 and 80 (:func:`optimizer_steps`), so "PPO's lead
+grows with T" may be "more gradient steps win". The corridor is also the most critic-friendly design there is:
+its reward is additive over steps and the critic sees the progress ``x_t / T``. The study
+(:func:`plan_confounds`) runs, at T in {5, 20, 80}, the two presets, PPO on GRPO's schedule (``matched``:
+:data:`MATCHED`, the same batch and the same optimizer steps as GRPO) and, at T = 80, both presets with the
+progress hidden (``blind``, ``observe_progress=False``).
+
+Pre-stated test (2026-12-03, written after the pilot and committed before any main run; git shows the order):
+
+* Metric: a run's final score, the mean return of its last 20% of episodes as a fraction of the optimum.
+  Each arm's training gain (final minus the mean of its first 32 episodes) with its interval stands beside
+  the verdicts (:func:`confounds_gains`); an arm without a clear gain is marked and its contrasts not read.
+* The family (:func:`confounds_verdicts`), Welch intervals (the arms share no runs), Holm across the six:
+  (1) T = 80, equal env steps, PPO - GRPO; (2) the least-squares slope over log2 T of PPO - GRPO per
+  doubling of T; (3), (4) the same two with the matched PPO; (5) T = 80 with the progress hidden, PPO - GRPO;
+  (6) the interaction (1) - (5): how much of PPO's lead the seen progress carries.
+* Smallest effects of interest: delta = 0.05 of the optimum for (1), (3), (5), (6) (4 of 80 cues: a lead
+  smaller than that would not pay for a second network and its tuning); 0.0125 per doubling for the slopes
+  (0.05 spread over the four doublings from T = 5 to T = 80).
+* Pilot (seeds 101-103, stored as ``rltutor/data/horizon/confounds_pilot``, never counted): every arm
+  learned (gains +0.11 to +0.52). The sd of one seed's contrast (:func:`confounds_power`): (1) 0.014,
+  (2) 0.0035, (3) 0.018, (4) 0.0045, (5) 0.030, (6) 0.034, so that 80% power at delta and alpha / 6 needs 5,
+  5, 5, 5, 8 and 9 seeds per arm. The pilot's sd rests on 3 seeds (2 degrees of freedom, it could be twice
+  too small), so the main runs take n = 12 seeds (1-12): 132 runs of about 2 CPU-seconds each, minutes in
+  all, far inside the budget::
+
+      python -m rltutor.experiments.sweep --study confounds --scale full --seeds 1 2 3 4 5 6 7 8 9 10 11 12 \\
+          --out rltutor/data/horizon/confounds --workers 2
 """
 
 from __future__ import annotations
@@ -66,6 +97,13 @@ __all__ = [
     "verdicts",
     "READINGS",
     "optimizer_steps",
+    "CONFOUNDS_DELTA",
+    "CONFOUNDS_SLOPE_DELTA",
+    "MATCHED",
+    "plan_confounds",
+    "confounds_verdicts",
+    "confounds_power",
+    "confounds_gains",
     "write_outputs",
     "load_outputs",
     "main",
@@ -74,6 +112,7 @@ __all__ = [
 
 OPTIMAL = {"corridor": 1.0, "CartPole-v1": 500.0}  # best possible episode return, to normalize
 FINAL_FRACTION = 0.2  # a run's final score: mean return of its last 20% of episodes
+START_EPISODES = 32  # a run's start: mean return of its first 32 episodes (GRPO's first batch; PPO's first 32T steps)
 
 
 @dataclass(frozen=True)
@@ -187,16 +226,7 @@ def run_one(run: Run, max_points: int = 60) -> dict:
     from rltutor.config import make_config
     from rltutor.train import Trainer
 
-    opts = {"horizon": run.horizon} if run.horizon is not None else {}
-    cfg = make_config(
-        run.algo,
-        env=run.env,
-        env_options=opts,
-        seed=run.seed,
-        total_steps=run.total_steps,
-        torch_threads=1,
-        **run.overrides,
-    )
+    cfg = make_config(run.algo, **_config_kwargs(run), torch_threads=1)
     t0 = time.perf_counter()
     trainer = Trainer(cfg)
     trainer.train(progress=False)
@@ -205,6 +235,7 @@ def run_one(run: Run, max_points: int = 60) -> dict:
         raise RuntimeError(f"run {run} finished no episode in {run.total_steps} steps; raise total_steps")
     n_final = max(1, int(math.ceil(FINAL_FRACTION * len(eps))))
     final = float(eps["return"].iloc[-n_final:].mean())
+    start = float(eps["return"].iloc[:START_EPISODES].mean())  # the untrained policy's return, about
     # the learning curve: mean return of the episodes finished in each of <= max_points windows
     edges = np.linspace(0, run.total_steps, max_points + 1)
     idx = np.clip(np.searchsorted(edges, eps["env_steps"].to_numpy(), side="left") - 1, 0, max_points - 1)
@@ -212,9 +243,19 @@ def run_one(run: Run, max_points: int = 60) -> dict:
     return {
         "run": _info(run),
         "final": final,
+        "start": start,
         "seconds": time.perf_counter() - t0,
         "curve": [{"env_steps": float(edges[i + 1]), "episode_return": float(v)} for i, v in curve.items()],
     }
+
+
+def _config_kwargs(run: Run) -> dict:
+    """make_config's keyword arguments for a run: its environment (the corridor's horizon, plus any
+    ``env_options`` in its overrides, e.g. ``observe_progress``), seed, budget and the other overrides."""
+    over = dict(run.overrides)
+    opts = {"horizon": run.horizon} if run.horizon is not None else {}
+    opts.update(over.pop("env_options", {}))
+    return dict(env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps, **over)
 
 
 def _info(run: Run) -> dict:
@@ -252,13 +293,14 @@ def run_sweep(
     curves, finals = [], []
     for res in results:
         r = res["run"]
-        finals.append({**r, "final": res["final"], "seconds": res["seconds"]})
+        finals.append({**r, "final": res["final"], "start": res.get("start", float("nan")), "seconds": res["seconds"]})
         curves.extend({**r, **pt} for pt in res["curve"])
     finals = pd.DataFrame(finals)
     curves = pd.DataFrame(curves)
     for df in (finals, curves):
         df["optimal"] = df["env"].map(OPTIMAL)
     finals["final_norm"] = finals["final"] / finals["optimal"]
+    finals["start_norm"] = finals["start"] / finals["optimal"]
     curves["return_norm"] = curves["episode_return"] / curves["optimal"]
     return curves, finals
 
@@ -323,10 +365,7 @@ def optimizer_steps(run: Run) -> int | None:
     trainer updates until the budget is reached, so updates = ceil(total_steps / steps per update)."""
     from rltutor.config import make_config
 
-    opts = {"horizon": run.horizon} if run.horizon is not None else {}
-    cfg = make_config(
-        run.algo, env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps, **run.overrides
-    )
+    cfg = make_config(run.algo, **_config_kwargs(run))
     if cfg.rollout == "segments":
         per_update = cfg.num_envs * cfg.num_steps
     elif run.horizon is not None:
@@ -442,6 +481,146 @@ def verdicts(finals: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+CONFOUNDS_HORIZONS = (5, 20, 80)
+CONFOUNDS_DELTA = 0.05
+"""The smallest effect of interest of the confounds study at one horizon, in fractions of the optimum: 4 of
+T = 80 cues. A lead smaller than that would not pay for a second network and its tuning."""
+CONFOUNDS_SLOPE_DELTA = CONFOUNDS_DELTA / 4
+"""The same for a slope per doubling of T: 0.05 spread over the four doublings from T = 5 to T = 80."""
+MATCHED = {"num_envs": 32, "epochs": 1, "minibatches": 4, "lr": 1e-3}
+"""PPO on GRPO's schedule (with ``num_steps = T``): 32 whole episodes of T steps per update, one epoch in 4
+minibatches at GRPO's learning rate, so the batch and the optimizer steps equal GRPO's; PPO keeps its own
+critic, GAE (gamma 0.99, lambda 0.95), entropy bonus and advantage whitening."""
+
+
+def plan_confounds(seeds, steps: int = 30_000, horizons=CONFOUNDS_HORIZONS) -> list[Run]:
+    """The runs of the confounds study (chapter 05, restated): on the corridor at each horizon T, the PPO and
+    GRPO presets (the same env steps; PPO then takes about 940 optimizer steps at every T, GRPO 752, 188 and
+    48 at T = 5, 20, 80), PPO on GRPO's schedule (variant ``"matched"``, :data:`MATCHED`), and at the longest T
+    both presets with the progress hidden from the observation (variant ``"blind"``, ``observe_progress=False``:
+    the critic then cannot tell a right step from a wrong one until the end)."""
+    runs = []
+    Tmax = max(horizons)
+    for seed in seeds:
+        for T in horizons:
+            task = f"corridor T={T}"
+            for algo in ("ppo", "grpo"):
+                runs.append(Run("confounds", task, "corridor", algo, seed, steps, horizon=T))
+            runs.append(
+                Run("confounds", task, "corridor", "ppo", seed, steps, "matched", T, {**MATCHED, "num_steps": T})
+            )
+        for algo in ("ppo", "grpo"):
+            runs.append(
+                Run(
+                    "confounds",
+                    f"corridor T={Tmax}",
+                    "corridor",
+                    algo,
+                    seed,
+                    steps,
+                    "blind",
+                    Tmax,
+                    {"env_options": {"observe_progress": False}},
+                )
+            )
+    return runs
+
+
+def _confounds_terms(finals: pd.DataFrame) -> list[tuple[str, float, list[tuple[float, pd.Series]]]]:
+    """The six pre-stated tests of the confounds study as (name, delta, arms) on final scores."""
+    d = finals[finals["study"] == "confounds"]
+
+    def x(T, algo, variant="default"):
+        m = (d["horizon"] == T) & (d["algo"] == algo) & (d["variant"] == variant)
+        return d.loc[m, "final_norm"].reset_index(drop=True)
+
+    hs = sorted(int(h) for h in d["horizon"].dropna().unique())
+    Tmax = hs[-1]
+    lg = np.log2(np.array(hs, dtype=float))
+    w = (lg - lg.mean()) / ((lg - lg.mean()) ** 2).sum()  # least-squares slope weights over log2 T
+
+    def slope(ppo_variant):
+        arms = []
+        for T, wT in zip(hs, w, strict=True):
+            arms += [(float(wT), x(T, "ppo", ppo_variant)), (-float(wT), x(T, "grpo"))]
+        return arms
+
+    Ts = ", ".join(map(str, hs))
+    lead = [(1.0, x(Tmax, "ppo")), (-1.0, x(Tmax, "grpo"))]
+    blind = [(1.0, x(Tmax, "ppo", "blind")), (-1.0, x(Tmax, "grpo", "blind"))]
+    return [
+        (f"T={Tmax}, equal env steps: PPO - GRPO", CONFOUNDS_DELTA, lead),
+        (
+            f"equal env steps: slope over log2 T (T = {Ts}) of PPO - GRPO, per doubling",
+            CONFOUNDS_SLOPE_DELTA,
+            slope("default"),
+        ),
+        (
+            f"T={Tmax}, equal optimizer steps: matched PPO - GRPO",
+            CONFOUNDS_DELTA,
+            [(1.0, x(Tmax, "ppo", "matched")), (-1.0, x(Tmax, "grpo"))],
+        ),
+        (
+            f"equal optimizer steps: slope over log2 T (T = {Ts}) of matched PPO - GRPO, per doubling",
+            CONFOUNDS_SLOPE_DELTA,
+            slope("matched"),
+        ),
+        (f"T={Tmax}, progress hidden: PPO - GRPO", CONFOUNDS_DELTA, blind),
+        (
+            f"T={Tmax}: (PPO - GRPO) seen - (PPO - GRPO) progress hidden",
+            CONFOUNDS_DELTA,
+            lead + [(-wt, arm) for wt, arm in blind],
+        ),
+    ]
+
+
+def confounds_verdicts(finals: pd.DataFrame) -> pd.DataFrame:
+    """The confounds study's pre-stated family of six tests (see the module docstring), each a Welch contrast of
+    final scores (the arms are separate runs, nothing shared), with its delta, decided together with Holm's
+    correction (:func:`rltutor.experiments.stats.verdict_table`)."""
+    from rltutor.experiments.stats import verdict_row, verdict_table
+
+    metric = "final return (fraction of optimum)"
+    return verdict_table([verdict_row(n, metric, arms, delta) for n, delta, arms in _confounds_terms(finals)])
+
+
+def confounds_power(pilot: pd.DataFrame, tests: int = 6) -> pd.DataFrame:
+    """The power analysis from a pilot (never counted): per test, the pilot's standard error times the square
+    root of its seeds per arm (the spread the contrast would have with one seed per arm), and the seeds per arm
+    that find an effect of delta with 80% power at alpha / tests (:func:`rltutor.experiments.stats.seeds_for_power`,
+    conservative: Holm's first step, n - 1 degrees of freedom)."""
+    from rltutor.experiments.stats import contrast_stats, seeds_for_power
+
+    rows = []
+    for name, delta, arms in _confounds_terms(pilot):
+        est, se, _ = contrast_stats(arms)
+        n_p = min(len(a) for _, a in arms)
+        sd = se * math.sqrt(n_p)
+        rows.append(
+            {
+                "test": name,
+                "delta": delta,
+                "pilot_estimate": est,
+                "pilot_seeds": n_p,
+                "sd_one_seed": sd,
+                "seeds_needed": seeds_for_power(sd, delta, tests=tests),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def confounds_gains(finals: pd.DataFrame) -> pd.DataFrame:
+    """Each arm's training gain in the confounds study: per run, its final score minus its start (the mean of
+    its first :data:`START_EPISODES` episodes, fractions of the optimum), per arm the mean over seeds with its
+    95% interval and ``learned`` (:func:`rltutor.experiments.stats.training_gains` on two points per run)."""
+    from rltutor.experiments.stats import training_gains
+
+    d = finals[finals["study"] == "confounds"]
+    keys = ["horizon", "algo", "variant", "seed"]
+    two = pd.concat([d[keys].assign(update=0, score=d["start_norm"]), d[keys].assign(update=1, score=d["final_norm"])])
+    return training_gains(two, ["horizon", "algo", "variant"], "score", last=1, first=1)
+
+
 def _markdown(table: pd.DataFrame) -> str:
     lines = [
         "| study | task | algorithm | variant | final return (fraction of optimum) | 95% CI | seeds |",
@@ -456,13 +635,17 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def write_outputs(out: str | Path, curves: pd.DataFrame, finals: pd.DataFrame, meta: dict) -> Path:
-    """Write curves.csv, finals.csv, table.md, verdicts.csv (:func:`verdicts`) and meta.json into ``out``."""
+    """Write curves.csv, finals.csv, table.md, verdicts.csv (:func:`verdicts`, or :func:`confounds_verdicts` and
+    gains.csv, :func:`confounds_gains`, for the confounds study) and meta.json into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     curves.round(5).to_csv(out / "curves.csv", index=False)
     finals.round(5).to_csv(out / "finals.csv", index=False)
     (out / "table.md").write_text(_markdown(results_table(finals)))
-    verdicts(finals).round(5).to_csv(out / "verdicts.csv", index=False)
+    study_verdicts = confounds_verdicts if set(finals["study"]) == {"confounds"} else verdicts
+    study_verdicts(finals).round(5).to_csv(out / "verdicts.csv", index=False)
+    if set(finals["study"]) == {"confounds"}:
+        confounds_gains(finals).round(5).to_csv(out / "gains.csv", index=False)
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     return out
 
@@ -488,9 +671,25 @@ def main(argv=None) -> None:
         help="process pool (default), a Ray cluster, or serial in this process",
     )
     p.add_argument("--workers", type=int, default=None, help="processes for --executor process (default: all CPUs)")
+    p.add_argument(
+        "--study",
+        choices=("main", "confounds"),
+        default="main",
+        help="main: the first sweep (CartPole, corridor, ablations); confounds: chapter 05's restated test",
+    )
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="confounds: the seeds to run (default 1 2 3)")
     a = p.parse_args(argv)
     scale = resolve_scale(a.scale)
-    runs = plan(scale)
+    if a.study == "confounds":
+        seeds = a.seeds or [1, 2, 3]
+        steps = 30_000 if scale == "full" else SCALES[scale].steps_corridor
+        runs = plan_confounds(seeds, steps)
+        plan_meta = {"study": "confounds", "seeds": seeds, "steps": steps, "horizons": list(CONFOUNDS_HORIZONS)}
+    else:
+        if a.seeds is not None:
+            p.error("--seeds applies to --study confounds; the main sweep's seeds come from its --scale")
+        runs = plan(scale)
+        plan_meta = asdict(SCALES[scale])
     print(f"{len(runs)} runs ({scale}) with executor={a.executor}", flush=True)
     t0 = time.perf_counter()
     Path(a.out).mkdir(parents=True, exist_ok=True)
@@ -505,7 +704,7 @@ def main(argv=None) -> None:
     meta = {
         "command": "python -m rltutor.experiments.sweep " + " ".join(argv if argv is not None else sys.argv[1:]),
         "scale": scale,
-        "plan": asdict(SCALES[scale]),
+        "plan": plan_meta,
         "runs": len(runs),
         "wall_seconds_this_call": round(time.perf_counter() - t0, 1),
         "first_call_wall_seconds": first_wall if first_wall is not None else round(time.perf_counter() - t0, 1),
@@ -520,9 +719,15 @@ def main(argv=None) -> None:
     print((out / "table.md").read_text())
     from rltutor.experiments.stats import describe
 
-    v = verdicts(finals)
-    for line, finding, reading in zip(describe(v), v["finding"], v["reading"], strict=True):
-        print(f"[{reading}] {finding}: {line}")
+    if a.study == "confounds":
+        from rltutor.experiments.stats import describe_gains
+
+        print("\n".join(describe_gains(confounds_gains(finals), "final return (fraction of optimum)")))
+        print("\n".join(describe(confounds_verdicts(finals))))
+    else:
+        v = verdicts(finals)
+        for line, finding, reading in zip(describe(v), v["finding"], v["reading"], strict=True):
+            print(f"[{reading}] {finding}: {line}")
     print(f"wrote {out} in {meta['wall_seconds_this_call']} s ({n_stored} runs read back from {run_dir})")
 
 
