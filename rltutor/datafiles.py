@@ -12,7 +12,10 @@ What is there (:func:`names` lists it), each made by the command stored in or be
 
 * ``horizon/explorer.json``: the static explorer's grid (chapter 04;
   ``python -m rltutor.experiments.explorer_data``);
-* ``horizon/sweep/``: the GRPO-vs-PPO sweep (chapter 05; ``python -m rltutor.experiments.sweep``);
+* ``horizon/sweep/``: the GRPO-vs-PPO sweep (chapter 05; ``python -m rltutor.experiments.sweep``), and
+  ``horizon/confounds/`` with ``horizon/confounds_pilot/``: its restated test at equal optimizer steps and with
+  the progress hidden
+  (``--study confounds``);
 * ``lm/*.csv`` with their ``.cmd`` files: the language-model labs over seeds, one file per chapter
   (``short_task``, ``horizon``, ``length_bias``, ``clip_higher``, ``family``: chapters 06-10, one row per
   update and run; ``python -m rltutor.experiments.lm``), and ``noisy_reward`` with its pilot (chapter 15's

@@ -141,9 +141,7 @@ def test_confounds_plan_matches_optimizer_steps_and_hides_progress():
         by[(80, "grpo", "default", 1)]
     )
     blind = by[(80, "ppo", "blind", 1)]
-    from rltutor.config import make_config
-
-    cfg = make_config(blind.algo, **sweep._config_kwargs(blind))
+    cfg = sweep.run_config(blind)
     assert cfg.env_options == {"horizon": 80, "observe_progress": False}
 
 

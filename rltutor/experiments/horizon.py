@@ -19,11 +19,15 @@ from rltutor.experiments import sweep
 from rltutor.experiments import variance as an
 from rltutor.utils import resolve_scale
 
-__all__ = ["snr_vs_horizon", "long_horizon_results", "SWEEP_DATA"]
+__all__ = ["snr_vs_horizon", "long_horizon_results", "SWEEP_DATA", "CONFOUNDS_DATA", "CONFOUNDS_PILOT"]
 
 SWEEP_DATA = DATA_DIR / "horizon" / "sweep"
 """Where the results of ``python -m rltutor.experiments.sweep --scale full`` are kept (package data,
 :mod:`rltutor.datafiles`)."""
+CONFOUNDS_DATA = DATA_DIR / "horizon" / "confounds"
+"""The confounds study's main runs (``python -m rltutor.experiments.sweep --study confounds``, chapter 05 restated)."""
+CONFOUNDS_PILOT = DATA_DIR / "horizon" / "confounds_pilot"
+"""Its pilot (seeds 101-103), read only by the power analysis, never counted in a verdict."""
 
 
 def snr_vs_horizon(

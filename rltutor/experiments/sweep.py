@@ -91,6 +91,7 @@ __all__ = [
     "SCALES",
     "plan",
     "run_one",
+    "run_config",
     "run_sweep",
     "curves_on_grid",
     "results_table",
@@ -223,10 +224,9 @@ def plan(scale: str | SweepScale = "quick") -> list[Run]:
 
 def run_one(run: Run, max_points: int = 60) -> dict:
     """Train one run; return its description, its learning curve (<= max_points rows) and final score."""
-    from rltutor.config import make_config
     from rltutor.train import Trainer
 
-    cfg = make_config(run.algo, **_config_kwargs(run), torch_threads=1)
+    cfg = run_config(run, torch_threads=1)
     t0 = time.perf_counter()
     trainer = Trainer(cfg)
     trainer.train(progress=False)
@@ -249,13 +249,17 @@ def run_one(run: Run, max_points: int = 60) -> dict:
     }
 
 
-def _config_kwargs(run: Run) -> dict:
-    """make_config's keyword arguments for a run: its environment (the corridor's horizon, plus any
-    ``env_options`` in its overrides, e.g. ``observe_progress``), seed, budget and the other overrides."""
+def run_config(run: Run, **extra):
+    """A run's :class:`rltutor.config.Config`: its preset, its environment (the corridor's horizon plus any
+    ``env_options`` in its overrides, e.g. ``observe_progress``), seed, budget, the other overrides and ``extra``."""
+    from rltutor.config import make_config
+
     over = dict(run.overrides)
     opts = {"horizon": run.horizon} if run.horizon is not None else {}
     opts.update(over.pop("env_options", {}))
-    return dict(env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps, **over)
+    return make_config(
+        run.algo, env=run.env, env_options=opts, seed=run.seed, total_steps=run.total_steps, **over, **extra
+    )
 
 
 def _info(run: Run) -> dict:
@@ -363,9 +367,7 @@ def optimizer_steps(run: Run) -> int | None:
     num_envs x num_steps env steps (PPO's segments) or group_size x num_groups whole episodes of T steps
     (GRPO on the corridor, whose episodes all last T); None where episodes vary in length (CartPole). The
     trainer updates until the budget is reached, so updates = ceil(total_steps / steps per update)."""
-    from rltutor.config import make_config
-
-    cfg = make_config(run.algo, **_config_kwargs(run))
+    cfg = run_config(run)
     if cfg.rollout == "segments":
         per_update = cfg.num_envs * cfg.num_steps
     elif run.horizon is not None:
