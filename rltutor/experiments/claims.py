@@ -452,13 +452,27 @@ def _claim_collapse(read):
 
 
 def _claim_horizon(read):
-    r = _pick(lm_table(read, "horizon_long_rep"), "(PPO - GRPO) at L = 32 minus at L = 4")
-    f = _pick(lm_table(read, "horizon_long"), "(PPO - GRPO) at L = 32 minus at L = 4")
+    """Chapter 07's restated test (the interaction of algorithm and length, partial reward; the exact-match reward
+    beside it) decides; chapter 05's restated corridor test at equal optimizer steps is quoted beside it."""
+    from rltutor.experiments import sweep
+
+    t = lm_table(read, "horizon2")
+    r = _pick(t, "fraction: (PPO - GRPO) at L = 16 minus at L = 4")
+    x = _pick(t, "exact: (PPO - GRPO) at L = 16 minus at L = 4")
+    f = read("horizon/confounds/finals.csv")
+    c = sweep.confounds_verdicts(f)
+    lead = _pick(c, "T=80, equal env steps: PPO - GRPO")
+    at80 = f[(f["horizon"] == 80) & (f["variant"] == "default")]
+    ppo, grpo = (at80.loc[at80["algo"] == a, "final_norm"] for a in ("ppo", "grpo"))
+    m = _pick(c, "equal optimizer steps: slope over log2 T (T = 5, 20, 80) of matched PPO - GRPO, per doubling")
     ev = (
-        "replication (fresh seeds 6-11, the test that counts): "
+        "chapter 07's restated test (lambda 0.95, a warmed critic, every arm learned): "
         + _row_text(r)
-        + "; the follow-up it replicates (seeds 0-5, chosen after a first result): "
-        + f.verdict
+        + f"; with the exact-match reward: {x.estimate:+.3f} [{x.ci_low:+.3f}, {x.ci_high:+.3f}], {x.verdict}"
+        + f"; chapter 05's corridor at equal optimizer steps, slope over log2 T of PPO - GRPO: {m.estimate:+.3f} "
+        + f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}], {m.verdict}; at equal environment steps, T = 80: "
+        + f"{lead.estimate:+.3f} [{lead.ci_low:+.3f}, {lead.ci_high:+.3f}], {lead.verdict} "
+        + f"({int((ppo > grpo.max()).sum())} of {len(ppo)} PPO runs above every GRPO run)"
     )
     return r.verdict, ev, "the book's stored runs", r
 
@@ -570,7 +584,7 @@ CLAIMS = (
         "[a report of the switch](https://aicrier.com/post/1uwgn6fed4yht7zbar8h): group-wise variance reduction "
         "fails to scale for ultra-long contexts; " + _NEWS,
         "07_lm_horizon.ipynb",
-        ("lm/horizon_long.csv", "lm/horizon_long_rep.csv"),
+        ("lm/horizon2.csv.gz", "horizon/confounds/finals.csv"),
         _claim_horizon,
     ),
 )
