@@ -104,6 +104,20 @@ def test_seeds_for_power_gives_the_power_it_promises(paired):
     assert stats.seeds_for_power(sd, delta, paired=paired, tests=5) > n  # a stricter level needs more seeds
 
 
+@pytest.mark.parametrize("paired", [True, False])
+def test_seeds_for_power_is_the_smallest_n_that_detects_delta(paired):
+    """The search starts at the normal approximation's n; it must still return the smallest n of a full scan."""
+
+    def detects(m, sd, delta, tests):
+        se, df = (sd / m**0.5, m - 1) if paired else (sd * (2 / m) ** 0.5, 2 * m - 2)
+        return stats.detectable_effect(se, df, 0.05 / tests) <= delta
+
+    for sd, delta, tests in ((0.03, 0.05, 6), (0.3, 0.05, 1), (0.01, 0.2, 1), (1.0, 0.5, 3)):
+        n = stats.seeds_for_power(sd, delta, paired=paired, tests=tests)
+        assert detects(n, sd, delta, tests)
+        assert not any(detects(m, sd, delta, tests) for m in range(2, n))
+
+
 def test_describe_states_the_outcome_the_correction_and_the_detectable_effect():
     table = pd.DataFrame(
         [

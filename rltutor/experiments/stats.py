@@ -31,6 +31,7 @@ Used by :mod:`rltutor.experiments.sweep` (chapter 05), :mod:`rltutor.experiments
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import pandas as pd
 
@@ -174,12 +175,15 @@ def seeds_for_power(
     probability ``power`` at level ``alpha / tests`` (the first step of Holm's correction over ``tests``
     tests: conservative). ``sd``: the standard deviation over seeds, from a pilot, of the paired difference
     (``paired=True``, se = sd / sqrt(n)) or of one arm (``paired=False``, two arms of n, se = sd sqrt(2/n)).
-    The smallest n >= 2 with detectable_effect(se(n), df(n)) <= delta."""
+    The smallest n >= 2 with detectable_effect(se(n), df(n)) <= delta. The search starts at the normal
+    approximation's n, which no smaller n can satisfy (a t quantile exceeds the normal one), so it is exact."""
     if not delta > 0:
         raise ValueError(f"delta must be > 0 (the smallest effect of interest), got {delta!r}")
     if not sd >= 0:
         raise ValueError(f"sd must be >= 0, got {sd!r}")
-    for n in range(2, 100_001):
+    z = NormalDist().inv_cdf(1 - alpha / tests / 2) + NormalDist().inv_cdf(power)
+    lower = (z * sd / delta) ** 2 * (1 if paired else 2)  # detectable_effect >= z se: no n below this suffices
+    for n in range(max(2, int(lower)), 100_001):
         se, df = (sd / math.sqrt(n), n - 1) if paired else (sd * math.sqrt(2 / n), 2 * n - 2)
         if detectable_effect(se, df, alpha / tests, power) <= delta:
             return n
