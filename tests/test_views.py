@@ -207,3 +207,19 @@ def test_restated_curves_draw_one_panel_per_metric_or_per_facet():
     with pytest.raises(ValueError):
         restated.curves(runs, {"reward": "reward", "accuracy": "accuracy"}, facet=["L"])  # facet: one metric
     plt.close("all")
+
+
+def test_moving_mean_equals_each_runs_own_rolling_mean():
+    from rltutor.views.plots import moving_mean
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"algo": np.repeat(["a", "b"], 30), "seed": np.tile(np.repeat([0, 1, 2], 10), 2)})
+    df["update"] = np.tile(np.arange(10), 6)
+    df["reward"] = rng.random(len(df))
+    df = df.sample(frac=1, random_state=1).sort_values("update", kind="stable")  # runs interleaved
+    got = moving_mean(df, ["algo", "seed"], "reward", 3)
+    want = df.groupby(["algo", "seed"])["reward"].transform(lambda x: x.rolling(3, min_periods=1).mean())
+    assert got.index.equals(df.index)
+    np.testing.assert_allclose(got.to_numpy(), want.to_numpy())
+    first = df[(df["algo"] == "a") & (df["seed"] == 0)]
+    assert got[first.index[0]] == first["reward"].iloc[0]  # fewer rows at the start: the mean of what there is

@@ -25,6 +25,7 @@ __all__ = [
     "label_axes",
     "panel_grid",
     "mean_ci",
+    "moving_mean",
     "clip_band",
     "band",
     "plot_band",
@@ -128,6 +129,14 @@ def mean_ci(df: pd.DataFrame, x: str, y: str, by: str | None = None, level: floa
     g["lo"] = g["mean"] - half
     g["hi"] = g["mean"] + half
     return g.rename(columns={"count": "n"}).drop(columns="std")
+
+
+def moving_mean(df: pd.DataFrame, by: list[str], column: str, window: int = 5) -> pd.Series:
+    """Each run's ``column`` smoothed by a moving mean over its last ``window`` rows (fewer at the start), the
+    runs told apart by the ``by`` columns and taken in the frame's row order; aligned with ``df``'s index. One
+    vectorized rolling window per group, not a Python function per run."""
+    rolled = df.groupby(by, sort=False)[column].rolling(window, min_periods=1).mean()
+    return rolled.reset_index(level=list(range(len(by))), drop=True).reindex(df.index)
 
 
 def clip_band(lo, hi, bounds: tuple[float | None, float | None] | None):

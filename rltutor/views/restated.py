@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rltutor.experiments.stats import describe, describe_gains
-from rltutor.views.plots import label_axes, legend_beside, line_with_band, panel_grid
+from rltutor.views.plots import label_axes, legend_beside, line_with_band, moving_mean, panel_grid
 from rltutor.views.tables import sentences
 
 __all__ = ["show", "curves"]
@@ -62,7 +62,7 @@ def curves(runs: pd.DataFrame, metrics: dict, by: str = "algo", facet: list[str]
     keys = [c for c in (*(facet or []), by, "seed") if c in runs.columns]
     smooth = runs.copy()
     for m in metrics:
-        smooth[m] = runs.groupby(keys)[m].transform(lambda x: x.rolling(window, min_periods=1).mean())
+        smooth[m] = moving_mean(runs, keys, m, window)
     if facet:
         if len(metrics) != 1:
             raise ValueError(f"with facet={facet!r} curves draws one metric, got {list(metrics)}: pass one")
