@@ -280,6 +280,7 @@ LAB_DEPENDENCIES = {
     ("rltutor.experiments.agents", "rltutor.experiments.variance"),  # the gradient SNR of sub_advantage_snr
     ("rltutor.experiments.claims", "rltutor.experiments.lm"),  # ch. 15 reads chapters 06-10's verdicts; lm's Arm
     ("rltutor.experiments.claims", "rltutor.experiments.credit"),  # ch. 17's table reads chapter 11's main test
+    ("rltutor.experiments.claims", "rltutor.experiments.sweep"),  # ch. 15 reads chapter 05's restated verdicts
 }
 """The lab-to-lab imports allowed besides :data:`LAB_SHARED`, each with why."""
 
