@@ -1089,13 +1089,18 @@ def aggregation_weights(max_len: int = 16, advantage: float = -1.0) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def length_bias(scale: str | None = None, seed: int = 0, steps: int | None = None):
+def length_bias(scale: str | None = None, seed: int = 0, steps: int | None = None, restated: bool = True):
     """Experiment 3: lengths of wrong answers under GRPO (1/|o| and std) vs Dr.GRPO. Returns curves.
 
-    Addition with room to ramble (up to 16 completion tokens) and a short warm start, so that wrong
-    answers of many lengths occur.
+    ``restated=True`` (the default): the arms of chapter 08's restated test (``length_bias2``: the pairs task
+    with up to 16 completion tokens of room, where reward rises in both arms), for ``steps`` updates (default
+    40 at quick scale, 300 at full). ``restated=False``: the first experiment's arms (addition with room to
+    ramble and a short warm start at lr 1e-3, where training did not work) and its default updates.
     """
-    return _run_arms("length_bias", scale, seed, steps)
+    if not restated:
+        return _run_arms("length_bias", scale, seed, steps)
+    sc = resolve_scale(scale)
+    return _run_arms("length_bias2", sc, seed, steps or {"quick": 40, "full": 300}[sc])
 
 
 def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28), steps: int | None = None):
