@@ -1103,14 +1103,27 @@ def length_bias(scale: str | None = None, seed: int = 0, steps: int | None = Non
     return _run_arms("length_bias2", sc, seed, steps or {"quick": 40, "full": 300}[sc])
 
 
-def clip_higher(scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28), steps: int | None = None):
-    """Experiment 4: entropy and reward with eps_high = 0.2 vs 0.28 (DAPO's clip-higher).
+def clip_higher(
+    scale: str | None = None, seed: int = 0, clip_highs=(0.2, 0.28), steps: int | None = None, restated: bool = True
+):
+    """Experiment 4: entropy, diversity and reward with eps_high = 0.2 vs 0.28 (DAPO's clip-higher).
 
-    Four epochs per batch, so that the ratio leaves the clip range; everything else is GRPO (token-mean,
-    no dynamic sampling). The learning rate is lower than GRPO's quick default: with 16 Adam steps on
-    one batch, 3e-4 overfits the batch's noise and the reward falls.
+    ``restated=True`` (the default): the arms of chapter 09's restated test (``diversity``: GRPO, token-mean,
+    2 epochs per batch on the pairs task, where a prompt has several right answers and ``distinct_correct``
+    counts how many a policy keeps finding), for ``steps`` updates (default 40 at quick scale, 300 at full);
+    its eps_high values are the test's, 0.2 and 0.28. ``restated=False``: the first experiment (addition, four
+    epochs per batch so that the ratio leaves the clip range, lr 1e-4: with 16 Adam steps on one batch, 3e-4
+    overfits the batch's noise and the reward falls), with ``clip_highs`` and its default updates.
     """
-    return _run_arms("clip_higher", scale, seed, steps, clip_highs=clip_highs)
+    if not restated:
+        return _run_arms("clip_higher", scale, seed, steps, clip_highs=clip_highs)
+    if tuple(clip_highs) != tuple(RESTATED["diversity"]["clip_highs"]):
+        raise ValueError(
+            f"the restated arms are eps_high {RESTATED['diversity']['clip_highs']}, got clip_highs={clip_highs!r}; "
+            "pass restated=False to choose them"
+        )
+    sc = resolve_scale(scale)
+    return _run_arms("diversity", sc, seed, steps or {"quick": 40, "full": 300}[sc])
 
 
 def dynamic_sampling(
