@@ -81,7 +81,7 @@ def test_seed_runs_reads_stored_runs_back_and_stores_new_ones(tmp_path, monkeypa
 
 def test_experiment_arms_are_the_quick_functions_arms():
     arms, steps = lm.experiment_arms("horizon", "quick")
-    assert [(a.label, a.tags["L"]) for a in arms] == [("GRPO", 4), ("PPO", 4), ("GRPO", 32), ("PPO", 32)]
+    assert [(a.label, a.tags["L"]) for a in arms] == [("GRPO", 4), ("PPO", 4), ("GRPO", 16), ("PPO", 16)]
     assert steps == 30
     assert [a.label for a in lm.experiment_arms("family", "quick")[0]] == list(lm.LM_ALGOS)
     with pytest.raises(ValueError, match="short_task"):
