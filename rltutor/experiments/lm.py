@@ -1089,6 +1089,16 @@ def aggregation_weights(max_len: int = 16, advantage: float = -1.0) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
+LIVE_UPDATES = {"quick": 40, "full": 300}
+"""Updates of a chapter's live run of a restated experiment (its stored runs are longer: :data:`RESTATED`)."""
+
+
+def _run_live(name: str, scale, seed: int, steps: int | None) -> pd.DataFrame:
+    """The arms of the restated experiment ``name`` for one seed, ``steps`` updates (default :data:`LIVE_UPDATES`)."""
+    sc = resolve_scale(scale)
+    return _run_arms(name, sc, seed, steps or LIVE_UPDATES[sc])
+
+
 def length_bias(scale: str | None = None, seed: int = 0, steps: int | None = None, restated: bool = True):
     """Experiment 3: lengths of wrong answers under GRPO (1/|o| and std) vs Dr.GRPO. Returns curves.
 
@@ -1099,8 +1109,7 @@ def length_bias(scale: str | None = None, seed: int = 0, steps: int | None = Non
     """
     if not restated:
         return _run_arms("length_bias", scale, seed, steps)
-    sc = resolve_scale(scale)
-    return _run_arms("length_bias2", sc, seed, steps or {"quick": 40, "full": 300}[sc])
+    return _run_live("length_bias2", scale, seed, steps)
 
 
 def clip_higher(
@@ -1122,8 +1131,7 @@ def clip_higher(
             f"the restated arms are eps_high {RESTATED['diversity']['clip_highs']}, got clip_highs={clip_highs!r}; "
             "pass restated=False to choose them"
         )
-    sc = resolve_scale(scale)
-    return _run_arms("diversity", sc, seed, steps or {"quick": 40, "full": 300}[sc])
+    return _run_live("diversity", scale, seed, steps)
 
 
 def dynamic_sampling(

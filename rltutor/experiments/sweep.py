@@ -98,6 +98,7 @@ __all__ = [
     "verdicts",
     "READINGS",
     "optimizer_steps",
+    "slope_arms",
     "CONFOUNDS_DELTA",
     "CONFOUNDS_SLOPE_DELTA",
     "MATCHED",
@@ -377,6 +378,18 @@ def optimizer_steps(run: Run) -> int | None:
     return math.ceil(run.total_steps / per_update) * cfg.epochs * cfg.minibatches
 
 
+def slope_arms(horizons, ppo, grpo) -> list[tuple[float, pd.Series]]:
+    """The contrast arms of the least-squares slope over log2 T of (PPO - GRPO), per doubling of T: at each
+    horizon T, PPO's scores ``ppo(T)`` with weight w_T and GRPO's ``grpo(T)`` with -w_T, where
+    w_T = (log2 T - mean) / sum (log2 T - mean)^2."""
+    lg = np.log2(np.array(horizons, dtype=float))
+    w = (lg - lg.mean()) / ((lg - lg.mean()) ** 2).sum()
+    arms = []
+    for T, wT in zip(horizons, w, strict=True):
+        arms += [(float(wT), ppo(T)), (-float(wT), grpo(T))]
+    return arms
+
+
 def verdicts(finals: pd.DataFrame) -> pd.DataFrame:
     """The paper's findings as tests on our final scores, with the verdicts of :mod:`rltutor.experiments.stats`:
     each finding is a contrast of final scores (normalized, over seeds; the arms are separate runs, so the
@@ -427,15 +440,10 @@ def verdicts(finals: pd.DataFrame) -> pd.DataFrame:
             [(1.0, scores(f"corridor T={Tmax}", "ppo")), (-1.0, scores(f"corridor T={Tmax}", "grpo"))],
         )
     if len(hs) >= 2:
-        x = np.log2(np.array(hs, dtype=float))
-        w = (x - x.mean()) / ((x - x.mean()) ** 2).sum()  # least-squares slope weights over log2 T
-        arms = []
-        for T, wT in zip(hs, w, strict=True):
-            arms += [(float(wT), scores(f"corridor T={T}", "ppo")), (-float(wT), scores(f"corridor T={T}", "grpo"))]
         add(
             "PPO's lead over GRPO grows with the horizon",
             f"slope over log2 T of PPO - GRPO (T = {', '.join(map(str, hs))}), per doubling of T",
-            arms,
+            slope_arms(hs, lambda T: scores(f"corridor T={T}", "ppo"), lambda T: scores(f"corridor T={T}", "grpo")),
         )
 
     def ablation(study, cast, algo, main_value):
@@ -538,14 +546,9 @@ def _confounds_terms(finals: pd.DataFrame) -> list[tuple[str, float, list[tuple[
 
     hs = sorted(int(h) for h in d["horizon"].dropna().unique())
     Tmax = hs[-1]
-    lg = np.log2(np.array(hs, dtype=float))
-    w = (lg - lg.mean()) / ((lg - lg.mean()) ** 2).sum()  # least-squares slope weights over log2 T
 
     def slope(ppo_variant):
-        arms = []
-        for T, wT in zip(hs, w, strict=True):
-            arms += [(float(wT), x(T, "ppo", ppo_variant)), (-float(wT), x(T, "grpo"))]
-        return arms
+        return slope_arms(hs, lambda T: x(T, "ppo", ppo_variant), lambda T: x(T, "grpo"))
 
     Ts = ", ".join(map(str, hs))
     lead = [(1.0, x(Tmax, "ppo")), (-1.0, x(Tmax, "grpo"))]
@@ -644,9 +647,9 @@ def write_outputs(out: str | Path, curves: pd.DataFrame, finals: pd.DataFrame, m
     curves.round(5).to_csv(out / "curves.csv", index=False)
     finals.round(5).to_csv(out / "finals.csv", index=False)
     (out / "table.md").write_text(_markdown(results_table(finals)))
-    study_verdicts = confounds_verdicts if set(finals["study"]) == {"confounds"} else verdicts
-    study_verdicts(finals).round(5).to_csv(out / "verdicts.csv", index=False)
-    if set(finals["study"]) == {"confounds"}:
+    confounds = set(finals["study"]) == {"confounds"}
+    (confounds_verdicts if confounds else verdicts)(finals).round(5).to_csv(out / "verdicts.csv", index=False)
+    if confounds:
         confounds_gains(finals).round(5).to_csv(out / "gains.csv", index=False)
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     return out
